@@ -1,0 +1,18 @@
+/* registry.c — the backends compiled in. */
+#include <string.h>
+
+#include "cpb_backend.h"
+
+#ifndef CPB_HAVE_CUDA
+const cpb_backend *cpb_backend_cuda_get(void)
+{
+    return NULL;
+}
+#endif
+
+const cpb_backend *cpb_backend_find(const char *name)
+{
+    if (!name || strcmp(name, "cpu") == 0) return &cpb_backend_cpu;
+    if (strcmp(name, "cuda") == 0) return cpb_backend_cuda_get();
+    return NULL;
+}

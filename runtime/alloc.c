@@ -1,0 +1,167 @@
+/* alloc.c — the tracked allocator: every device and pinned-host buffer of a method comes
+ * from here, so live bytes, high-water marks (total, per tag, intermediate), the breakdown
+ * at the peak and the capacity check are the same on every backend (DESIGN.md section 3). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpb_backend.h"
+#include "race.h"
+
+static void stats_add(cpb_mem_stats *m, cpb_tag tag, int64_t bytes)
+{
+    m->live += bytes;
+    m->tag_live[tag] += bytes;
+    if (m->tag_live[tag] > m->tag_peak[tag]) m->tag_peak[tag] = m->tag_live[tag];
+    if (!cpb_tag_is_fixed(tag)) {
+        m->intermediate_live += bytes;
+        if (m->intermediate_live > m->intermediate_peak)
+            m->intermediate_peak = m->intermediate_live;
+    }
+    if (m->live > m->peak) {
+        m->peak = m->live;
+        memcpy(m->at_peak, m->tag_live, sizeof m->at_peak);
+    }
+}
+
+static void stats_sub(cpb_mem_stats *m, cpb_tag tag, int64_t bytes)
+{
+    m->live -= bytes;
+    m->tag_live[tag] -= bytes;
+    if (!cpb_tag_is_fixed(tag)) m->intermediate_live -= bytes;
+}
+
+/* FNV-1a over (event, bytes, tag): equal on ranks that allocate symmetrically */
+static void trace_hash(cpb_mem_stats *m, int ev, int64_t bytes, cpb_tag tag)
+{
+    uint64_t h = m->trace_hash ? m->trace_hash : 1469598103934665603ull;
+    int64_t vals[3] = {ev, bytes, tag};
+    const unsigned char *p = (const unsigned char *)vals;
+    for (size_t i = 0; i < sizeof vals; i++) {
+        h ^= p[i];
+        h *= 1099511628211ull;
+    }
+    m->trace_hash = h;
+}
+
+static int do_alloc(cpb_ctx *ctx, cpb_buf **out, int64_t nelem, cpb_dtype dt, cpb_tag tag,
+                    const char *name, int host)
+{
+    *out = NULL;
+    if (nelem <= 0)
+        return cpb_fail(ctx, CPB_ERR_INVALID, "allocation of '%s' with %lld elements: sizes must be positive",
+                        name ? name : "?", (long long)nelem);
+    if (tag < 0 || tag >= CPB_TAG_COUNT)
+        return cpb_fail(ctx, CPB_ERR_INVALID, "allocation of '%s' with unknown tag %d", name ? name : "?", tag);
+    cpb_mem_stats *m = host ? &ctx->host : &ctx->dev;
+    int64_t bytes = nelem * (int64_t)cpb_dtype_size(dt);
+    trace_hash(m, 1, bytes, tag);
+    if (m->capacity > 0 && m->live + bytes > m->capacity)
+        return cpb_fail(ctx, host ? CPB_ERR_NOMEM_HOST : CPB_ERR_OOM,
+                        "out of %s memory allocating '%s' (%s, %.3f GiB): %.3f GiB live of a %.3f GiB capacity",
+                        host ? "pinned host" : "device", name ? name : "?", cpb_tag_name(tag),
+                        bytes / 1073741824.0, m->live / 1073741824.0, m->capacity / 1073741824.0);
+    cpb_buf *b = calloc(1, sizeof *b);
+    if (!b) return cpb_fail(ctx, CPB_ERR_NOMEM_HOST, "out of host memory for a buffer descriptor");
+    b->nelem = nelem;
+    b->bytes = bytes;
+    b->dtype = dt;
+    b->tag = tag;
+    b->host = host;
+    b->id = ctx->next_buf_id++;
+    b->free_stream = CPB_STREAM_COMPUTE;
+    snprintf(b->name, sizeof b->name, "%s", name ? name : "buf");
+    int rc = ctx->be->alloc(ctx, b);
+    if (rc != CPB_OK) {
+        free(b);
+        return rc;
+    }
+    stats_add(m, tag, bytes);
+    m->n_allocs++;
+    b->next = ctx->live;
+    if (ctx->live) ctx->live->prev = b;
+    ctx->live = b;
+    *out = b;
+    return CPB_OK;
+}
+
+int cpb_alloc(cpb_ctx *ctx, cpb_buf **out, int64_t nelem, cpb_dtype dt, cpb_tag tag, const char *name)
+{
+    return do_alloc(ctx, out, nelem, dt, tag, name, 0);
+}
+
+int cpb_alloc_host(cpb_ctx *ctx, cpb_buf **out, int64_t nelem, cpb_dtype dt, cpb_tag tag,
+                   const char *name)
+{
+    return do_alloc(ctx, out, nelem, dt, tag, name, 1);
+}
+
+static void unlink_and_release(cpb_ctx *ctx, cpb_buf *b)
+{
+    cpb_mem_stats *m = b->host ? &ctx->host : &ctx->dev;
+    stats_sub(m, b->tag, b->bytes);
+    trace_hash(m, 2, b->bytes, b->tag);
+    if (b->prev) b->prev->next = b->next;
+    else ctx->live = b->next;
+    if (b->next) b->next->prev = b->prev;
+    ctx->be->release(ctx, b);
+    cpb_race_buf_free(b);
+    free(b);
+}
+
+int cpb_free(cpb_ctx *ctx, int stream, cpb_buf **bp)
+{
+    if (!bp || !*bp) return CPB_OK;
+    cpb_buf *b = *bp;
+    if (stream < 0 || stream >= ctx->nstreams)
+        return cpb_fail(ctx, CPB_ERR_INVALID, "free of '%s' on unknown stream %d", b->name, stream);
+    /* a free is a write of the whole buffer on its stream: freeing memory that another
+     * stream may still use is a race */
+    snprintf(ctx->opname, sizeof ctx->opname, "%s%sfree(%s)", ctx->range, ctx->range[0] ? "/" : "", b->name);
+    cpb_race_op_begin(ctx, stream);
+    cpb_view all = cpb_whole(b);
+    int rc = cpb_race_access(ctx, stream, &all, 1);
+    if (rc != CPB_OK) return rc;
+    b->free_stream = stream;
+    unlink_and_release(ctx, b);
+    *bp = NULL;
+    return CPB_OK;
+}
+
+void cpb_free_all(cpb_ctx *ctx)
+{
+    if (ctx->be->sync) ctx->be->sync(ctx);
+    cpb_race_sync(ctx);
+    while (ctx->live) {
+        ctx->live->free_stream = CPB_STREAM_COMPUTE;
+        unlink_and_release(ctx, ctx->live);
+    }
+}
+
+static void reset_one(cpb_mem_stats *m)
+{
+    m->peak = m->live;
+    memcpy(m->tag_peak, m->tag_live, sizeof m->tag_peak);
+    memcpy(m->at_peak, m->tag_live, sizeof m->at_peak);
+    m->intermediate_peak = m->intermediate_live;
+    m->n_allocs = 0;
+    m->trace_hash = 0;
+}
+
+void cpb_reset_stats(cpb_ctx *ctx)
+{
+    reset_one(&ctx->dev);
+    reset_one(&ctx->host);
+    ctx->n_ops = ctx->n_colls = 0;
+    ctx->flops = ctx->comm_bytes = ctx->pcie_bytes = 0;
+}
+
+const cpb_mem_stats *cpb_device_mem(const cpb_ctx *ctx)
+{
+    return &ctx->dev;
+}
+
+const cpb_mem_stats *cpb_host_mem(const cpb_ctx *ctx)
+{
+    return &ctx->host;
+}

@@ -1,0 +1,79 @@
+/* cpb_method.h — what a method is (the nccl-tests pattern: one small struct of function
+ * pointers per method, one shared harness) and the layer it runs on.
+ *
+ * Adding a method: one folder methods/<name>/ defining `const cpb_method cpb_method_<name>`
+ * and one line X(<name>) in methods/registry.def.
+ */
+#ifndef CPB_METHOD_H
+#define CPB_METHOD_H
+
+#include "cpb.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Which weight heads a rank holds, in local column order: Wq local = [D, nq*d] holding the
+ * columns of query heads q[0..nq-1]; Wk, Wv local = [D, nkv*d] with kv heads kv[..]; Wo
+ * local = [nq*d, D] with the rows of the query heads.  Replicated methods hold every head
+ * in order.  Verification assembles dW by adding each rank's piece into its place, so
+ * partial sums and replicated shards both come out right. */
+typedef struct cpb_shard {
+    int nq, nkv;
+    int q[CPB_MAX_HEADS];
+    int kv[CPB_MAX_HEADS];
+} cpb_shard;
+
+/* The layer as one rank sees it.  Inputs (x, dy, weights) and outputs (y, dx, dW) are
+ * allocated by the harness with the fixed tags, before forward. */
+typedef struct cpb_layer {
+    cpb_problem p;
+    int64_t s;            /* local tokens (rows of x) */
+    cpb_segs tokens;      /* global positions of x's rows, from the method's token_layout */
+    cpb_shard shard;      /* weight heads held by this rank */
+    cpb_buf *x, *dy;      /* [s, D] storage dtype */
+    cpb_buf *wq, *wk, *wv;/* [D, nq*d], [D, nkv*d], storage dtype */
+    cpb_buf *wo;          /* [nq*d, D] */
+    cpb_buf *y, *dx;      /* [s, D]: forward writes y, backward writes dx */
+    cpb_buf *dwq, *dwk, *dwv, *dwo; /* fp32, shapes of the local weights; backward
+                                       overwrites them with this rank's partial */
+} cpb_layer;
+
+typedef struct cpb_method {
+    const char *name;
+    const char *summary;
+    /* 0 if the method can run p; otherwise CPB_ERR_INVALID with a reason in why that names
+     * the constraint and the offending values. */
+    int (*check)(const cpb_problem *p, char *why, size_t why_len);
+    /* global token segments held by `rank`, in local row order */
+    int (*token_layout)(const cpb_problem *p, int rank, cpb_segs *out);
+    /* weight heads held by `rank`; NULL = every head (replicated weights) */
+    int (*weight_shard)(const cpb_problem *p, int rank, cpb_shard *out);
+    /* forward: writes L->y, keeps what backward needs in *state (one malloc'd block,
+     * freed by the harness with free(); device buffers inside are the method's to free in
+     * backward — after an error the harness frees every live buffer of the trial). */
+    int (*forward)(cpb_ctx *ctx, cpb_layer *L, void **state);
+    /* backward: reads L->dy and state, writes L->dx and the dW partials, frees the saved
+     * buffers */
+    int (*backward)(cpb_ctx *ctx, cpb_layer *L, void *state);
+} cpb_method;
+
+/* registry (methods/registry.c) */
+int cpb_method_count(void);
+const cpb_method *cpb_method_at(int i);
+const cpb_method *cpb_method_find(const char *name);
+
+/* ---- helpers shared by methods (runtime/layout.c) ---- */
+/* contiguous layout: rank r holds [r*S/C, (r+1)*S/C) */
+int cpb_layout_contiguous(const cpb_problem *p, int rank, cpb_segs *out);
+/* zigzag: 2C chunks, rank r holds chunk r then chunk 2C-1-r */
+int cpb_layout_zigzag(const cpb_problem *p, int rank, cpb_segs *out);
+/* every head (replicated weights) */
+void cpb_shard_all(const cpb_problem *p, cpb_shard *out);
+/* head group r: query heads [r*H/C, (r+1)*H/C), their kv heads (replicated when G < C) */
+int cpb_shard_head_group(const cpb_problem *p, int rank, cpb_shard *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

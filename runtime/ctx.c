@@ -1,0 +1,241 @@
+/* ctx.c — context life cycle, streams, events, ranges and groups (backend-independent
+ * bookkeeping; the backend does the real work). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cpb_backend.h"
+#include "race.h"
+
+int cpb_ctx_create(const cpb_ctx_opts *opts, cpb_ctx **out, char *err, size_t err_len)
+{
+    *out = NULL;
+    const cpb_backend *be = cpb_backend_find(opts->backend ? opts->backend : "cpu");
+    if (!be) {
+        snprintf(err, err_len,
+                 "backend '%s' is not available in this build (compiled in: cpu, sim%s); "
+                 "run `cpbench list` to see what was built",
+                 opts->backend, cpb_backend_cuda_get() ? ", cuda" : "");
+        return CPB_ERR_INVALID;
+    }
+    cpb_ctx *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) {
+        snprintf(err, err_len, "out of host memory creating a context");
+        return CPB_ERR_NOMEM_HOST;
+    }
+    ctx->be = be;
+    ctx->opts = *opts;
+    ctx->dev.capacity = opts->capacity;
+    ctx->host.capacity = opts->host_capacity;
+    ctx->rank = 0;
+    ctx->world = 1;
+    ctx->nstreams = 1;
+    snprintf(ctx->stream_names[0], sizeof ctx->stream_names[0], "compute");
+    int rc = CPB_OK;
+    if (opts->race_check) rc = cpb_race_init(ctx);
+    if (rc == CPB_OK) rc = be->init(ctx);
+    if (rc == CPB_OK) rc = be->stream_create(ctx, 0, "compute");
+    if (rc == CPB_OK) {
+        cpb_group *w = calloc(1, sizeof *w);
+        int *ranks = w ? malloc(sizeof(int) * (size_t)ctx->world) : NULL;
+        if (!w || !ranks) {
+            free(w);
+            free(ranks);
+            rc = cpb_fail(ctx, CPB_ERR_NOMEM_HOST, "out of host memory creating the world group");
+        } else {
+            for (int i = 0; i < ctx->world; i++) ranks[i] = i;
+            w->size = ctx->world;
+            w->rank = ctx->rank;
+            w->id = 0;
+            w->ranks = ranks;
+            ctx->groups[0] = w;
+            ctx->ngroups = 1;
+            rc = be->group_create(ctx, w);
+        }
+    }
+    if (rc != CPB_OK) {
+        snprintf(err, err_len, "%s backend: %s", be->name, ctx->err);
+        cpb_ctx_destroy(ctx);
+        return rc;
+    }
+    *out = ctx;
+    return CPB_OK;
+}
+
+void cpb_ctx_destroy(cpb_ctx *ctx)
+{
+    if (!ctx) return;
+    cpb_free_all(ctx);
+    for (int i = ctx->ngroups - 1; i >= 0; i--) {
+        if (ctx->be->group_destroy) ctx->be->group_destroy(ctx, ctx->groups[i]);
+        free(ctx->groups[i]->ranks);
+        free(ctx->groups[i]);
+    }
+    ctx->be->finalize(ctx);
+    cpb_race_destroy(ctx);
+    free(ctx);
+}
+
+void cpb_ctx_set_problem(cpb_ctx *ctx, const cpb_problem *p)
+{
+    ctx->p = *p;
+}
+
+const cpb_problem *cpb_problem_of(const cpb_ctx *ctx)
+{
+    return &ctx->p;
+}
+
+cpb_group *cpb_world(cpb_ctx *ctx)
+{
+    return ctx->groups[0];
+}
+
+int cpb_rank(const cpb_ctx *ctx)
+{
+    return ctx->rank;
+}
+
+int cpb_world_size(const cpb_ctx *ctx)
+{
+    return ctx->world;
+}
+
+int cpb_group_create(cpb_ctx *ctx, int n, const int *world_ranks, cpb_group **out)
+{
+    *out = NULL;
+    if (ctx->ngroups >= CPB_MAX_GROUPS)
+        return cpb_fail(ctx, CPB_ERR_INVALID, "too many groups (%d): create groups once per context", CPB_MAX_GROUPS);
+    int me = -1;
+    for (int i = 0; i < n; i++) {
+        if (world_ranks[i] < 0 || world_ranks[i] >= ctx->world)
+            return cpb_fail(ctx, CPB_ERR_INVALID, "group member %d is not a rank of the world of %d", world_ranks[i], ctx->world);
+        if (world_ranks[i] == ctx->rank) me = i;
+    }
+    if (n <= 0 || me < 0)
+        return cpb_fail(ctx, CPB_ERR_INVALID, "rank %d creates a group it is not a member of", ctx->rank);
+    cpb_group *g = calloc(1, sizeof *g);
+    int *r = g ? malloc(sizeof(int) * (size_t)n) : NULL;
+    if (!g || !r) {
+        free(g);
+        free(r);
+        return cpb_fail(ctx, CPB_ERR_NOMEM_HOST, "out of host memory creating a group");
+    }
+    memcpy(r, world_ranks, sizeof(int) * (size_t)n);
+    g->size = n;
+    g->rank = me;
+    g->ranks = r;
+    g->id = ctx->ngroups;
+    int rc = ctx->be->group_create(ctx, g);
+    if (rc != CPB_OK) {
+        free(r);
+        free(g);
+        return rc;
+    }
+    ctx->groups[ctx->ngroups++] = g;
+    *out = g;
+    return CPB_OK;
+}
+
+/* ---------------------------------------------------------------- streams and events */
+
+int cpb_stream(cpb_ctx *ctx, const char *name, int *id)
+{
+    for (int i = 0; i < ctx->nstreams; i++)
+        if (strcmp(ctx->stream_names[i], name) == 0) {
+            *id = i;
+            return CPB_OK;
+        }
+    if (ctx->nstreams >= CPB_MAX_STREAMS)
+        return cpb_fail(ctx, CPB_ERR_INVALID, "too many streams (%d) creating '%s'", CPB_MAX_STREAMS, name);
+    int s = ctx->nstreams;
+    snprintf(ctx->stream_names[s], sizeof ctx->stream_names[s], "%s", name);
+    CPB_TRY(ctx->be->stream_create(ctx, s, name));
+    ctx->nstreams++;
+    cpb_race_stream_added(ctx, s);
+    *id = s;
+    return CPB_OK;
+}
+
+static int check_stream(cpb_ctx *ctx, int stream, const char *what)
+{
+    if (stream < 0 || stream >= ctx->nstreams)
+        return cpb_fail(ctx, CPB_ERR_INVALID, "%s on unknown stream %d (create streams with cpb_stream)", what, stream);
+    return CPB_OK;
+}
+
+int cpb_event_record(cpb_ctx *ctx, int stream, cpb_event *ev)
+{
+    CPB_TRY(check_stream(ctx, stream, "event record"));
+    int id = ctx->nevents++;
+    CPB_TRY(cpb_race_event_record(ctx, stream, id));
+    CPB_TRY(ctx->be->event_record(ctx, stream, id));
+    ev->id = id;
+    return CPB_OK;
+}
+
+int cpb_stream_wait(cpb_ctx *ctx, int stream, cpb_event ev)
+{
+    CPB_TRY(check_stream(ctx, stream, "stream wait"));
+    if (ev.id < 0 || ev.id >= ctx->nevents)
+        return cpb_fail(ctx, CPB_ERR_INVALID, "stream wait on event %d that was never recorded", ev.id);
+    CPB_TRY(cpb_race_stream_wait(ctx, stream, ev.id));
+    return ctx->be->stream_wait(ctx, stream, ev.id);
+}
+
+int cpb_stream_join(cpb_ctx *ctx, int waiter, int on)
+{
+    if (waiter == on) return CPB_OK;
+    cpb_event ev;
+    CPB_TRY(cpb_event_record(ctx, on, &ev));
+    return cpb_stream_wait(ctx, waiter, ev);
+}
+
+int cpb_sync(cpb_ctx *ctx)
+{
+    cpb_race_sync(ctx);
+    return ctx->be->sync(ctx);
+}
+
+/* ---------------------------------------------------------------- ranges */
+
+int cpb_range_push(cpb_ctx *ctx, const char *fmt, ...)
+{
+    if (ctx->range_depth >= CPB_RANGE_DEPTH)
+        return cpb_fail(ctx, CPB_ERR_INVALID, "ranges nested deeper than %d (a missing cpb_range_pop?)", CPB_RANGE_DEPTH);
+    size_t len = strlen(ctx->range);
+    ctx->range_mark[ctx->range_depth++] = (int)len;
+    char part[128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(part, sizeof part, fmt, ap);
+    va_end(ap);
+    snprintf(ctx->range + len, sizeof ctx->range - len, "%s%s", len ? "/" : "", part);
+    if (ctx->be->range_push) ctx->be->range_push(ctx, ctx->range);
+    return CPB_OK;
+}
+
+int cpb_range_pop(cpb_ctx *ctx)
+{
+    if (ctx->range_depth <= 0)
+        return cpb_fail(ctx, CPB_ERR_INVALID, "cpb_range_pop without a matching push");
+    ctx->range[ctx->range_mark[--ctx->range_depth]] = 0;
+    if (ctx->be->range_pop) ctx->be->range_pop(ctx);
+    return CPB_OK;
+}
+
+/* ---------------------------------------------------------------- data in and out */
+
+int cpb_upload(cpb_ctx *ctx, cpb_view dst, const float *src)
+{
+    CPB_TRY(cpb_sync(ctx));
+    return ctx->be->upload(ctx, dst, src);
+}
+
+int cpb_download(cpb_ctx *ctx, cpb_view src, float *dst)
+{
+    CPB_TRY(cpb_sync(ctx));
+    return ctx->be->download(ctx, src, dst);
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the Debian packages cpbench needs when they are absent.  Quick when all are there.
+set -euo pipefail
+need=()
+have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+for p in cmake make gcc g++ pkg-config libopenmpi-dev openmpi-bin libhdf5-dev libcriterion-dev \
+         libopenblas-dev python3-h5py python3-matplotlib python3-numpy; do
+  have_pkg "$p" || need+=("$p")
+done
+[ ${#need[@]} -eq 0 ] && exit 0
+echo "cpbench setup: installing ${need[*]}"
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "cpbench setup: apt-get not found. Install these packages (or equivalents) by hand: ${need[*]}" >&2
+  exit 1
+fi
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then SUDO="sudo -n"; else
+    echo "cpbench setup: not root and no password-less sudo. Ask an administrator to run:" >&2
+    echo "  apt-get update && apt-get install -y ${need[*]}" >&2
+    exit 1
+  fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"
