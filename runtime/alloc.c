@@ -132,6 +132,7 @@ void cpb_free_all(cpb_ctx *ctx)
 {
     if (ctx->be->sync) ctx->be->sync(ctx);
     cpb_race_sync(ctx);
+    for (int i = 0; i < CPB_MAX_STREAMS; i++) ctx->gemm_ws[i] = NULL;
     while (ctx->live) {
         ctx->live->free_stream = CPB_STREAM_COMPUTE;
         unlink_and_release(ctx, ctx->live);

@@ -201,7 +201,7 @@ int cpb_range_pop(cpb_ctx *ctx);
 /* C = alpha * op(A) * op(B) + beta * C, row-major, batched over the views' heads
  * (batch count = C.heads; an operand with heads == 1 and head_stride == 0 is broadcast).
  * op(A) is m x k, op(B) is k x n, C is m x n (rows x dim).  A and B have the same dtype;
- * C may be bf16 or fp32.  Math in fp32. */
+ * C is fp32, or bf16 when A and B are bf16 (what cuBLAS offers).  Math in fp32. */
 int cpb_gemm(cpb_ctx *ctx, int stream, int trans_a, int trans_b, float alpha, cpb_view a,
              cpb_view b, float beta, cpb_view c);
 
@@ -239,6 +239,10 @@ int cpb_lse_merge(cpb_ctx *ctx, int stream, cpb_view o_acc, cpb_view lse_acc, cp
 /* fp32 workspace elements the attention backward allocates (dq accumulator); one function
  * for every backend so the tracked bytes are identical. */
 int64_t cpb_attn_bwd_workspace_elems(const cpb_attn_args *a);
+/* bytes of the GEMM workspace (cuBLAS's) that cpb_gemm allocates through the tracked
+ * allocator (tag CPB_TAG_WORKSPACE) for each stream that runs GEMMs, at that stream's first
+ * GEMM after the trial's buffers were last freed; counted identically on every backend */
+int64_t cpb_gemm_workspace_bytes(void);
 
 /* element-wise */
 int cpb_copy(cpb_ctx *ctx, int stream, cpb_view dst, cpb_view src); /* any dtypes; host<->device too */

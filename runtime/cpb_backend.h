@@ -39,7 +39,8 @@ typedef struct cpb_op {
     double bytes;      /* bytes read + written */
     int pcie;          /* copy between host and device buffers */
     union {
-        struct { int ta, tb; float alpha, beta; cpb_view a, b, c; int64_t m, n, k, batch; } gemm;
+        /* gemm.ws: the stream's tracked workspace of cpb_gemm_workspace_bytes() */
+        struct { int ta, tb; float alpha, beta; cpb_view a, b, c; int64_t m, n, k, batch; cpb_buf *ws; } gemm;
         struct { cpb_view x; const cpb_segs *pos; double base; int inverse; } rope;
         /* attn.ws: fp32 workspace of cpb_attn_bwd_workspace_elems() (bwd only) */
         struct { const cpb_attn_args *a; cpb_buf *ws; int64_t pairs; } attn;
@@ -147,6 +148,7 @@ struct cpb_ctx {
     int range_depth;
     char opname[CPB_RANGE_LEN + 64];
     struct cpb_race *race;
+    cpb_buf *gemm_ws[CPB_MAX_STREAMS]; /* per-stream GEMM workspace, allocated at first use */
     cpb_group *groups[CPB_MAX_GROUPS];
     int ngroups;
     /* counters of the current trial */

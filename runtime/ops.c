@@ -110,13 +110,25 @@ int cpb_gemm(cpb_ctx *ctx, int stream, int trans_a, int trans_b, float alpha, cp
         return cpb_fail(ctx, CPB_ERR_INVALID, "%s: A ('%s', %s) and B ('%s', %s) must have the same dtype",
                         ctx->opname, a.buf->name, cpb_dtype_name(a.buf->dtype), b.buf->name,
                         cpb_dtype_name(b.buf->dtype));
+    if (a.buf && a.buf->dtype == CPB_FP32 && c.buf && c.buf->dtype == CPB_BF16)
+        return cpb_fail(ctx, CPB_ERR_INVALID, "%s: fp32 inputs with a bf16 output ('%s') is not a cuBLAS combination; "
+                        "give C an fp32 buffer or convert the inputs to bf16", ctx->opname, c.buf->name);
     /* a broadcast operand (heads == 1) repeats for every batch entry */
     if (a.heads == 1) a.head_stride = 0;
     if (b.heads == 1) b.head_stride = 0;
     operand ops[] = {{"A", &a, 0, 0}, {"B", &b, 0, 0}, {"C", &c, 1, 0}};
     CPB_TRY(operands(ctx, stream, ctx->opname, ops, 3, 1));
+    if (!ctx->gemm_ws[stream]) {
+        /* cuBLAS's workspace, tracked on every backend so the bytes agree (DESIGN section 3) */
+        char nm[40];
+        snprintf(nm, sizeof nm, "gemm_ws_%s", ctx->stream_names[stream]);
+        CPB_TRY(cpb_alloc(ctx, &ctx->gemm_ws[stream], cpb_gemm_workspace_bytes() / 4, CPB_FP32,
+                          CPB_TAG_WORKSPACE, nm));
+        cpb_op_begin(ctx, stream, "gemm");
+    }
     cpb_op op = {0};
     op.kind = CPB_OP_GEMM;
+    op.u.gemm.ws = ctx->gemm_ws[stream];
     op.stream = stream;
     op.flops = 2.0 * (double)m * (double)n * (double)ka * (double)batch;
     op.bytes = vbytes(&a) + vbytes(&b) + vbytes(&c) * (beta != 0.0f ? 2.0 : 1.0);

@@ -1,0 +1,273 @@
+/* cuda_comm.c — groups and collectives of the cuda backend.
+ *
+ * NCCL (default): one communicator per (group, stream that issues its collectives),
+ * created at the first collective on that pair — members issue a group's collectives in
+ * the same order, so they create it together — with the unique id made by the group's
+ * first member and broadcast over the group's MPI communicator.  Collectives on
+ * different streams thus never share (and serialize on) a communicator.
+ *
+ * --comm mpi: the stream is synchronized, the data staged through pinned host memory and
+ * moved with MPI (bf16 reductions summed in fp32), then copied back.  Slow, but it lets
+ * several ranks share one GPU, which NCCL refuses: correctness runs on a one-GPU machine.
+ *
+ * A group of one is a local copy (no NCCL or MPI needed). */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpb_bf16.h"
+#include "cuda_internal.h"
+
+/* ---------------------------------------------------------------- groups */
+
+int cuda_group_create(cpb_ctx *ctx, cpb_group *g)
+{
+    cuda_state *st = cuda_st(ctx);
+    cuda_group *cg = calloc(1, sizeof *cg);
+    if (!cg) return cpb_fail(ctx, CPB_ERR_NOMEM_HOST, "cuda backend: out of host memory for a group");
+    cg->mpi = MPI_COMM_NULL;
+    if (st->use_mpi) {
+        int rc;
+        if (g->id == 0) {
+            rc = MPI_Comm_dup(MPI_COMM_WORLD, &cg->mpi);
+        } else {
+            /* collective over the members only; ranks in group order */
+            MPI_Group world, mine;
+            MPI_Comm_group(MPI_COMM_WORLD, &world);
+            MPI_Group_incl(world, g->size, g->ranks, &mine);
+            rc = MPI_Comm_create_group(MPI_COMM_WORLD, mine, 100 + g->id, &cg->mpi);
+            MPI_Group_free(&mine);
+            MPI_Group_free(&world);
+        }
+        if (rc != MPI_SUCCESS) {
+            free(cg);
+            return cpb_fail(ctx, CPB_ERR_COMM, "cuda backend: creating the MPI communicator of group %d failed", g->id);
+        }
+    }
+    g->be = cg;
+    return CPB_OK;
+}
+
+void cuda_group_destroy(cpb_ctx *ctx, cpb_group *g)
+{
+    cuda_group *cg = g->be;
+    if (!cg) return;
+#ifdef CPB_HAVE_NCCL
+    for (int s = 0; s < CPB_MAX_STREAMS; s++)
+        if (cg->nccl[s]) ncclCommDestroy(cg->nccl[s]);
+#endif
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (cg->mpi != MPI_COMM_NULL && !finalized) MPI_Comm_free(&cg->mpi);
+    free(cg);
+    g->be = NULL;
+    (void)ctx;
+}
+
+static int mpi_fail(cpb_ctx *ctx, const cpb_coll *c, int rc, const char *call)
+{
+    char msg[MPI_MAX_ERROR_STRING] = "";
+    int len = 0;
+    MPI_Error_string(rc, msg, &len);
+    return cpb_fail(ctx, CPB_ERR_COMM, "%s: %s failed: %s", c->name, call, msg);
+}
+
+static size_t esz(const cpb_view *v)
+{
+    return cpb_dtype_size(v->buf->dtype);
+}
+
+/* ---------------------------------------------------------------- groups of one */
+
+static int local_coll(cpb_ctx *ctx, const cpb_coll *c, cudaStream_t s)
+{
+    size_t bytes = (size_t)cpb_view_count(&c->send) * esz(&c->send);
+    switch (c->kind) {
+    case CPB_COLL_BROADCAST:
+    case CPB_COLL_ALL_REDUCE: return CPB_OK; /* in place */
+    default:
+        if (bytes == 0) return CPB_OK;
+        CUDA_TRY(ctx, cudaMemcpyAsync(cuda_vptr(&c->recv), cuda_vptr(&c->send), bytes, cudaMemcpyDeviceToDevice, s));
+        return CPB_OK;
+    }
+}
+
+/* ---------------------------------------------------------------- NCCL */
+
+#ifdef CPB_HAVE_NCCL
+static int nccl_fail(cpb_ctx *ctx, const cpb_coll *c, ncclResult_t r, const char *call)
+{
+    return cpb_fail(ctx, CPB_ERR_COMM, "%s: %s failed: %s (%s); rerun with NCCL_DEBUG=WARN for details", c->name, call,
+                    ncclGetErrorString(r), ncclGetLastError(NULL));
+}
+
+#define NCCL_TRY(call)                                                                     \
+    do {                                                                                   \
+        ncclResult_t nccl_r_ = (call);                                                     \
+        if (nccl_r_ != ncclSuccess) return nccl_fail(ctx, c, nccl_r_, #call);              \
+    } while (0)
+
+static int nccl_comm(cpb_ctx *ctx, const cpb_coll *c, ncclComm_t *out)
+{
+    cuda_group *cg = c->g->be;
+    if (cg->nccl[c->stream]) {
+        *out = cg->nccl[c->stream];
+        return CPB_OK;
+    }
+    if (cg->mpi == MPI_COMM_NULL)
+        return cpb_fail(ctx, CPB_ERR_COMM, "%s: a group of %d needs MPI to bootstrap NCCL (start with mpirun)", c->name,
+                        c->g->size);
+    ncclUniqueId id;
+    memset(&id, 0, sizeof id);
+    if (c->g->rank == 0) NCCL_TRY(ncclGetUniqueId(&id));
+    int rc = MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, cg->mpi);
+    if (rc != MPI_SUCCESS) return mpi_fail(ctx, c, rc, "MPI_Bcast of the NCCL id");
+    /* NCCL's buffers are start-up memory: outside the tracked allocator, in the baseline */
+    size_t f0 = 0, f1 = 0, total = 0;
+    cudaMemGetInfo(&f0, &total);
+    NCCL_TRY(ncclCommInitRank(&cg->nccl[c->stream], c->g->size, id, c->g->rank));
+    cudaMemGetInfo(&f1, &total);
+    cuda_mem_rebaseline(ctx, (int64_t)f0 - (int64_t)f1);
+    *out = cg->nccl[c->stream];
+    return CPB_OK;
+}
+
+static int nccl_coll(cpb_ctx *ctx, const cpb_coll *c, cudaStream_t s)
+{
+    ncclComm_t comm = NULL;
+    CPB_TRY(nccl_comm(ctx, c, &comm));
+    ncclDataType_t t = c->send.buf->dtype == CPB_BF16 ? ncclBfloat16 : ncclFloat;
+    size_t es = esz(&c->send);
+    char *sp = cuda_vptr(&c->send), *rp = cuda_vptr(&c->recv);
+    size_t n = (size_t)cpb_view_count(&c->send);
+    int me = c->g->rank, size = c->g->size;
+    switch (c->kind) {
+    case CPB_COLL_ALL_TO_ALL: {
+        size_t chunk = n / (size_t)size;
+        /* own chunk by a device copy; the rest as grouped point-to-point */
+        if (chunk)
+            CUDA_TRY(ctx, cudaMemcpyAsync(rp + (size_t)me * chunk * es, sp + (size_t)me * chunk * es, chunk * es,
+                                          cudaMemcpyDeviceToDevice, s));
+        NCCL_TRY(ncclGroupStart());
+        for (int p = 0; p < size; p++) {
+            if (p == me || chunk == 0) continue;
+            NCCL_TRY(ncclSend(sp + (size_t)p * chunk * es, chunk, t, p, comm, s));
+            NCCL_TRY(ncclRecv(rp + (size_t)p * chunk * es, chunk, t, p, comm, s));
+        }
+        NCCL_TRY(ncclGroupEnd());
+        return CPB_OK;
+    }
+    case CPB_COLL_SENDRECV: {
+        size_t nr = (size_t)cpb_view_count(&c->recv);
+        if (c->dst == me && c->src == me) return local_coll(ctx, c, s);
+        NCCL_TRY(ncclGroupStart());
+        if (n) NCCL_TRY(ncclSend(sp, n, t, c->dst, comm, s));
+        if (nr) NCCL_TRY(ncclRecv(rp, nr, t, c->src, comm, s));
+        NCCL_TRY(ncclGroupEnd());
+        return CPB_OK;
+    }
+    case CPB_COLL_BROADCAST: NCCL_TRY(ncclBroadcast(sp, sp, n, t, c->root, comm, s)); return CPB_OK;
+    case CPB_COLL_REDUCE: NCCL_TRY(ncclReduce(sp, rp, n, t, ncclSum, c->root, comm, s)); return CPB_OK;
+    case CPB_COLL_ALL_REDUCE: NCCL_TRY(ncclAllReduce(sp, sp, n, t, ncclSum, comm, s)); return CPB_OK;
+    case CPB_COLL_ALL_GATHER: NCCL_TRY(ncclAllGather(sp, rp, n, t, comm, s)); return CPB_OK;
+    case CPB_COLL_REDUCE_SCATTER:
+        NCCL_TRY(ncclReduceScatter(sp, rp, (size_t)cpb_view_count(&c->recv), t, ncclSum, comm, s));
+        return CPB_OK;
+    default: return cpb_fail(ctx, CPB_ERR_UNSUPPORTED, "%s: collective kind %d", c->name, (int)c->kind);
+    }
+}
+#endif
+
+/* ---------------------------------------------------------------- MPI through host memory */
+
+/* reductions of bf16 data: widen to fp32 in place order (dst may be larger than src) */
+static void bf16_to_f32(const uint16_t *src, float *dst, size_t n)
+{
+    for (size_t i = n; i-- > 0;) dst[i] = cpb_bf16_to_f32(src[i]);
+}
+
+static void f32_to_bf16(const float *src, uint16_t *dst, size_t n)
+{
+    for (size_t i = 0; i < n; i++) dst[i] = cpb_f32_to_bf16(src[i]);
+}
+
+static int mpi_coll(cpb_ctx *ctx, const cpb_coll *c, cudaStream_t s)
+{
+    cuda_state *st = cuda_st(ctx);
+    cuda_group *cg = c->g->be;
+    if (cg->mpi == MPI_COMM_NULL)
+        return cpb_fail(ctx, CPB_ERR_COMM, "%s: a group of %d needs MPI (start with mpirun)", c->name, c->g->size);
+    int bf = c->send.buf->dtype == CPB_BF16;
+    size_t es = esz(&c->send);
+    size_t ns = (size_t)cpb_view_count(&c->send), nr = (size_t)cpb_view_count(&c->recv);
+    int reduction = c->kind == CPB_COLL_REDUCE || c->kind == CPB_COLL_ALL_REDUCE || c->kind == CPB_COLL_REDUCE_SCATTER;
+    /* counts are ints in MPI: far beyond what a correctness run moves */
+    if (ns > (size_t)INT_MAX || nr > (size_t)INT_MAX)
+        return cpb_fail(ctx, CPB_ERR_UNSUPPORTED, "%s: --comm mpi moves at most 2^31 elements per collective; use NCCL",
+                        c->name);
+    /* staging: send area then receive area, fp32 wide for bf16 reductions */
+    size_t wide = reduction && bf ? 4 : es;
+    size_t sbytes = ns * wide, rbytes = nr * wide;
+    CPB_TRY(cuda_stage(ctx, sbytes + rbytes + 64));
+    char *hs = st->stage, *hr = (char *)st->stage + ((sbytes + 63) & ~(size_t)63);
+    CUDA_TRY(ctx, cudaStreamSynchronize(s));
+    if (ns) CUDA_TRY(ctx, cudaMemcpy(hs, cuda_vptr(&c->send), ns * es, cudaMemcpyDeviceToHost));
+    if (reduction && bf) bf16_to_f32((const uint16_t *)hs, (float *)hs, ns);
+    MPI_Datatype t = reduction ? MPI_FLOAT : (bf ? MPI_UINT16_T : MPI_FLOAT);
+    int me = c->g->rank, size = c->g->size, rc = MPI_SUCCESS;
+    int copy_back = 1;
+    void *back_src = hr;
+    size_t back_n = nr;
+    switch (c->kind) {
+    case CPB_COLL_ALL_TO_ALL:
+        rc = MPI_Alltoall(hs, (int)(ns / (size_t)size), t, hr, (int)(nr / (size_t)size), t, cg->mpi);
+        break;
+    case CPB_COLL_SENDRECV:
+        rc = MPI_Sendrecv(hs, (int)ns, t, c->dst, 7, hr, (int)nr, t, c->src, 7, cg->mpi, MPI_STATUS_IGNORE);
+        break;
+    case CPB_COLL_BROADCAST:
+        rc = MPI_Bcast(hs, (int)ns, t, c->root, cg->mpi);
+        back_src = hs;
+        back_n = ns;
+        copy_back = me != c->root;
+        break;
+    case CPB_COLL_REDUCE:
+        rc = MPI_Reduce(hs, hr, (int)ns, MPI_FLOAT, MPI_SUM, c->root, cg->mpi);
+        copy_back = me == c->root; /* recv is significant at the root only */
+        break;
+    case CPB_COLL_ALL_REDUCE:
+        rc = MPI_Allreduce(MPI_IN_PLACE, hs, (int)ns, MPI_FLOAT, MPI_SUM, cg->mpi);
+        back_src = hs;
+        back_n = ns;
+        break;
+    case CPB_COLL_ALL_GATHER: rc = MPI_Allgather(hs, (int)ns, t, hr, (int)ns, t, cg->mpi); break;
+    case CPB_COLL_REDUCE_SCATTER: rc = MPI_Reduce_scatter_block(hs, hr, (int)nr, MPI_FLOAT, MPI_SUM, cg->mpi); break;
+    default: return cpb_fail(ctx, CPB_ERR_UNSUPPORTED, "%s: collective kind %d", c->name, (int)c->kind);
+    }
+    if (rc != MPI_SUCCESS) return mpi_fail(ctx, c, rc, "the MPI collective");
+    if (!copy_back || back_n == 0) return CPB_OK;
+    if (reduction && bf) f32_to_bf16((const float *)back_src, (uint16_t *)back_src, back_n);
+    void *dst = c->kind == CPB_COLL_BROADCAST || c->kind == CPB_COLL_ALL_REDUCE ? cuda_vptr(&c->send)
+                                                                                : cuda_vptr(&c->recv);
+    /* synchronous: the staging area is reused by the next collective */
+    CUDA_TRY(ctx, cudaMemcpy(dst, back_src, back_n * es, cudaMemcpyHostToDevice));
+    return CPB_OK;
+}
+
+/* ---------------------------------------------------------------- entry */
+
+int cuda_run_coll(cpb_ctx *ctx, const cpb_coll *c)
+{
+    cuda_state *st = cuda_st(ctx);
+    cudaStream_t s = st->streams[c->stream];
+    CPB_TRY(cuda_ready_view(ctx, &c->send, c->stream));
+    CPB_TRY(cuda_ready_view(ctx, &c->recv, c->stream));
+    if (c->g->size == 1) return local_coll(ctx, c, s);
+    if (st->comm_mpi) return mpi_coll(ctx, c, s);
+#ifdef CPB_HAVE_NCCL
+    return nccl_coll(ctx, c, s);
+#else
+    return mpi_coll(ctx, c, s);
+#endif
+}

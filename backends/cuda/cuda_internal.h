@@ -1,0 +1,99 @@
+/* cuda_internal.h — state and helpers shared by the cuda backend's host files (C).
+ * Kernels live in the .cu files behind the launchers of cuda_kernels.h. */
+#ifndef CPB_CUDA_INTERNAL_H
+#define CPB_CUDA_INTERNAL_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <mpi.h>
+
+#ifdef CPB_HAVE_NCCL
+#include <nccl.h>
+#endif
+#ifdef CPB_HAVE_NVTX
+#include <nvtx3/nvToolsExt.h>
+#endif
+
+#include "cpb_backend.h"
+#include "cpb_cuda.h"
+
+/* per-group communicators: MPI for bootstrap and --comm mpi, NCCL per issuing stream so
+ * collectives on different streams never share (and serialize on) one communicator */
+typedef struct cuda_group {
+    MPI_Comm mpi; /* MPI_COMM_NULL when the world is one process without MPI */
+#ifdef CPB_HAVE_NCCL
+    ncclComm_t nccl[CPB_MAX_STREAMS];
+#endif
+} cuda_group;
+
+typedef struct cuda_state {
+    int device;
+    int use_mpi;       /* MPI ranks */
+    int comm_mpi;      /* --comm mpi: collectives staged through host memory over MPI */
+    int local_rank, local_size;
+    cudaStream_t streams[CPB_MAX_STREAMS];
+    cudaEvent_t *events; /* by runtime event id (ordering events, timing disabled) */
+    int nevents_cap;
+    cudaMemPool_t pool;
+    cublasHandle_t blas[CPB_MAX_STREAMS]; /* one per stream: each has its own workspace */
+    cpb_buf *gemm_ws[CPB_MAX_STREAMS];    /* tracked GEMM workspace per stream (lazy) */
+    int64_t *seg_dev[CPB_MAX_STREAMS];    /* RoPE segment tables (2*CPB_MAX_SEGS+1 int64) */
+    int64_t total_mem;
+    int64_t baseline_used; /* device bytes used by CUDA/cuBLAS/NCCL start-up */
+    int64_t used_high;     /* high-water of (used - baseline) */
+    void *stage;           /* pinned host staging for --comm mpi and uploads */
+    size_t stage_bytes;
+    double t0;             /* wall clock origin */
+    int attn_generic;      /* CPB_CUDA_ATTN=generic or cpb_cuda_set_attn_generic */
+#ifdef CPB_HAVE_NVTX
+    nvtxDomainHandle_t nvtx;
+#endif
+} cuda_state;
+
+static inline cuda_state *cuda_st(cpb_ctx *ctx)
+{
+    return (cuda_state *)ctx->bs;
+}
+
+/* errors as values: name the call, the CUDA message and what to do */
+int cuda_fail(cpb_ctx *ctx, cudaError_t e, const char *what);
+int cublas_fail(cpb_ctx *ctx, cublasStatus_t s, const char *what);
+
+#define CUDA_TRY(ctx, call)                                                                \
+    do {                                                                                   \
+        cudaError_t cuda_try_e_ = (call);                                                  \
+        if (cuda_try_e_ != cudaSuccess) return cuda_fail((ctx), cuda_try_e_, #call);       \
+    } while (0)
+
+/* element address of a view's origin */
+static inline void *cuda_vptr(const cpb_view *v)
+{
+    return (char *)v->buf->ptr + v->off * (int64_t)cpb_dtype_size(v->buf->dtype);
+}
+
+/* memory (cuda_mem.c) */
+int cuda_mem_init(cpb_ctx *ctx);
+void cuda_mem_fini(cpb_ctx *ctx);
+void cuda_mem_sample(cpb_ctx *ctx);          /* update the device-used high-water */
+void cuda_mem_rebaseline(cpb_ctx *ctx, int64_t startup_bytes); /* NCCL start-up mid-run */
+int cuda_alloc(cpb_ctx *ctx, cpb_buf *buf);
+/* Device memory is taken from the pool on the buffer's first-use stream (stream-ordered
+ * allocation: a block freed on another stream is reused only when that free is ordered
+ * before this stream's work).  Every op and collective calls this for its operands. */
+int cuda_ready(cpb_ctx *ctx, cpb_buf *buf, int stream);
+int cuda_ready_view(cpb_ctx *ctx, const cpb_view *v, int stream);
+void cuda_release(cpb_ctx *ctx, cpb_buf *buf);
+int cuda_stage(cpb_ctx *ctx, size_t bytes); /* grow the pinned staging buffer */
+
+/* ops (cuda_ops.c, cuda_gemm.c) */
+int cuda_run_op(cpb_ctx *ctx, const cpb_op *op);
+int cuda_gemm(cpb_ctx *ctx, const cpb_op *op);
+int cuda_upload(cpb_ctx *ctx, cpb_view dst, const float *src);
+int cuda_download(cpb_ctx *ctx, cpb_view src, float *dst);
+
+/* collectives (cuda_comm.c) */
+int cuda_group_create(cpb_ctx *ctx, cpb_group *g);
+void cuda_group_destroy(cpb_ctx *ctx, cpb_group *g);
+int cuda_run_coll(cpb_ctx *ctx, const cpb_coll *c);
+
+#endif

@@ -1,0 +1,43 @@
+/* sim_hw.h — the parameters of the simulator's timing model (one GPU type and its node).
+ * harness/gpu_profiles.c fills them per GPU (with the source of every value) and from a
+ * calibration file; timeline.c uses them.  All rates are in SI units (FLOP/s, bytes/s),
+ * times in seconds. */
+#ifndef CPB_SIM_HW_H
+#define CPB_SIM_HW_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cpb_sim_hw {
+    double peak_flops;       /* dense bf16 tensor-core peak */
+    int num_sms;             /* streaming multiprocessors (wave quantization) */
+    /* GEMM: eff = gemm_eff_max * wave(m, n, batch) * k / (k + gemm_k_half) */
+    double gemm_eff_max;
+    double gemm_k_half;      /* reduction depth at which a GEMM reaches half its efficiency */
+    int gemm_tile_m, gemm_tile_n; /* output tile of one thread block (wave quantization) */
+    /* attention: eff = eff_max * wave(rows/attn_tile_rows * heads) * kv / (kv + k_half),
+     * kv = the average number of keys one query row attends in the call (pairs / rows) */
+    double attn_fwd_eff_max, attn_fwd_k_half;
+    double attn_bwd_eff_max, attn_bwd_k_half;
+    int attn_tile_rows;      /* query rows of one thread block */
+    double hbm_bw;           /* bytes/s achieved by streaming kernels (element-wise ops) */
+    /* communication: bus bandwidth in the nccl-tests convention (cpb_coll.bytes_sent is
+     * already in bus bytes), per GPU */
+    double a2a_busbw;        /* all-to-all inside a node (NVLink) */
+    double sendrecv_busbw;   /* send/recv inside a node */
+    double coll_busbw;       /* all-gather, reduce-scatter, all-reduce, broadcast, reduce */
+    double inter_busbw;      /* per GPU across nodes (network) */
+    double coll_lat;         /* latency of one collective inside a node */
+    double inter_lat;        /* latency of one collective spanning nodes */
+    /* host <-> device copies */
+    double pcie_gpu_bw;      /* pinned copies, one direction, one GPU alone */
+    double pcie_node_bw;     /* all GPUs of a node together, one direction */
+    double launch;           /* per kernel / copy launch overhead */
+    int gpus_per_node;
+} cpb_sim_hw;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,95 @@
+/* sim_record.c — name interning, group table and trace growth for the simulator. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_record.h"
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static int rehash(cpb_sim_world *w, int cap)
+{
+    int *t = malloc(sizeof(int) * (size_t)cap);
+    if (!t) return -1;
+    for (int i = 0; i < cap; i++) t[i] = -1;
+    for (int i = 0; i < w->nnames; i++) {
+        int j = (int)(hash_str(w->names[i]) & (uint64_t)(cap - 1));
+        while (t[j] >= 0) j = (j + 1) & (cap - 1);
+        t[j] = i;
+    }
+    free(w->name_hash);
+    w->name_hash = t;
+    w->name_hash_cap = cap;
+    return 0;
+}
+
+int sim_intern(cpb_sim_world *w, const char *name)
+{
+    /* keep the table at most half full so probes stay short */
+    if (2 * (w->nnames + 1) > w->name_hash_cap &&
+        rehash(w, w->name_hash_cap ? 2 * w->name_hash_cap : 1024))
+        return -1;
+    int cap = w->name_hash_cap;
+    int j = (int)(hash_str(name) & (uint64_t)(cap - 1));
+    while (w->name_hash[j] >= 0) {
+        if (strcmp(w->names[w->name_hash[j]], name) == 0) return w->name_hash[j];
+        j = (j + 1) & (cap - 1);
+    }
+    if (w->nnames == w->namecap) {
+        int nc = w->namecap ? 2 * w->namecap : 256;
+        char **nn = realloc(w->names, sizeof(char *) * (size_t)nc);
+        if (!nn) return -1;
+        w->names = nn;
+        w->namecap = nc;
+    }
+    char *copy = strdup(name);
+    if (!copy) return -1;
+    w->names[w->nnames] = copy;
+    w->name_hash[j] = w->nnames;
+    return w->nnames++;
+}
+
+int sim_group_find_or_add(cpb_sim_world *w, int n, const int *ranks, int occurrence)
+{
+    int seen = 0;
+    for (int i = 0; i < w->ngroups; i++)
+        if (w->groups[i].size == n && memcmp(w->groups[i].ranks, ranks, sizeof(int) * (size_t)n) == 0 &&
+            seen++ == occurrence)
+            return i;
+    if (w->ngroups == w->gcap) {
+        int nc = w->gcap ? 2 * w->gcap : 16;
+        sim_group *ng = realloc(w->groups, sizeof *ng * (size_t)nc);
+        if (!ng) return -1;
+        w->groups = ng;
+        w->gcap = nc;
+    }
+    int *copy = malloc(sizeof(int) * (size_t)n);
+    if (!copy) return -1;
+    memcpy(copy, ranks, sizeof(int) * (size_t)n);
+    w->groups[w->ngroups].size = n;
+    w->groups[w->ngroups].ranks = copy;
+    return w->ngroups++;
+}
+
+sim_entry *sim_trace_push(sim_trace *t)
+{
+    if (t->n == t->cap) {
+        int64_t nc = t->cap ? 2 * t->cap : 1024;
+        sim_entry *ne = realloc(t->e, sizeof *ne * (size_t)nc);
+        if (!ne) return NULL;
+        t->e = ne;
+        t->cap = nc;
+    }
+    sim_entry *e = &t->e[t->n++];
+    memset(e, 0, sizeof *e);
+    e->dst = e->src = e->root = -1;
+    e->share = 1.0;
+    return e;
+}

@@ -1,0 +1,16 @@
+/* sim_record.h — appending to the shared state of a simulated world (backend-internal). */
+#ifndef CPB_SIM_RECORD_H
+#define CPB_SIM_RECORD_H
+
+#include "sim_world.h"
+
+/* index of `name` in the world's name table, added when new; -1 when out of memory */
+int sim_intern(cpb_sim_world *w, const char *name);
+/* index of the `occurrence`-th group (0 = first) with these members (in this order), added
+ * when new; -1 on OOM.  A rank may create several communicators with the same members
+ * (each has its own sequence numbers): the k-th one of every member is the same group. */
+int sim_group_find_or_add(cpb_sim_world *w, int n, const int *ranks, int occurrence);
+/* a new zeroed entry at the end of the trace; NULL when out of memory */
+sim_entry *sim_trace_push(sim_trace *t);
+
+#endif

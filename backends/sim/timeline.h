@@ -1,0 +1,55 @@
+/* timeline.h — the simulator's timing model: replay the traces of every rank of a world
+ * on per-stream timelines and predict the forward, backward and step times.
+ *
+ * Rules (docs/simulator.md explains them and their limits):
+ * - each rank has one timeline per stream; an entry starts when its stream is free and
+ *   the events it waits for have completed (program order per stream, events across
+ *   streams, a sync joins every stream of the rank);
+ * - a compute op takes max(flops / (peak * eff), bytes / hbm_bw) + launch, with eff a
+ *   function of the work in the call (GEMM and attention curves separate);
+ * - a host<->device copy moves bytes/2 (the front-end counts source plus destination) at
+ *   min(pcie_gpu_bw, pcie_node_bw / n), n the mean number of the node's GPUs copying in
+ *   the same direction meanwhile (found by a fixed-point iteration over passes);
+ * - a collective completes when its last participant has arrived (members matched by
+ *   group and sequence number; send/recv waits for its two peers only) and then takes
+ *   latency + bytes_sent / bus bandwidth, NVLink inside a node, the network when the
+ *   group spans nodes (rank / gpus_per_node differ);
+ * - set-up entries (outside trial/fwd and trial/bwd) take no time. */
+#ifndef CPB_SIM_TIMELINE_H
+#define CPB_SIM_TIMELINE_H
+
+#include "sim_hw.h"
+#include "sim_world.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cpb_sim_timing {
+    double fwd_s, bwd_s, step_s;
+    int slowest_rank;                      /* the rank whose last entry ends last */
+    int nstreams;
+    char stream_names[CPB_MAX_STREAMS][24];
+    double busy_s[CPB_MAX_STREAMS];        /* the slowest rank's busy time per stream */
+    double comm_bytes;                     /* bytes sent by the busiest rank (timed phases) */
+    double pcie_bytes;                     /* host<->device bytes of the busiest rank */
+    int passes;                            /* fixed-point passes of the PCIe sharing */
+    int64_t entries;                       /* trace entries replayed, all ranks */
+} cpb_sim_timing;
+
+/* Replay the world's traces.  Returns CPB_OK, or CPB_ERR_INVALID with a message in err
+ * when the traces do not match (a collective some member never reaches, peers that
+ * disagree), CPB_ERR_NOMEM_HOST when out of memory. */
+int cpb_sim_timeline(cpb_sim_world *w, const cpb_sim_hw *hw, cpb_sim_timing *out, char *err,
+                     size_t err_len);
+
+/* modelled duration of one op entry (exported for tests); share: see sim_entry.share */
+double cpb_sim_op_time(const cpb_sim_hw *hw, const sim_entry *e);
+/* efficiency curves (fraction of peak) */
+double cpb_sim_gemm_eff(const cpb_sim_hw *hw, int64_t m, int64_t n, int64_t k, int64_t batch);
+double cpb_sim_attn_eff(const cpb_sim_hw *hw, int bwd, int64_t rows, int64_t heads, int64_t pairs);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

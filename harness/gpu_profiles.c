@@ -1,0 +1,277 @@
+/* gpu_profiles.c — the simulator's GPU profiles.  Every constant names its source:
+ * [PN] /work/shared/reference/paper-numbers.md (the project's collected figures),
+ * [DS] the vendor datasheet of the part, [EST] our estimate, stated with its reasoning
+ * (override it with a calibration file measured on the real GPU: gpu_profiles.h).
+ * Nothing here is fitted to the published throughput or maximum-length tables. */
+#include "gpu_profiles.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpb.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+#define MIB (1024.0 * 1024.0)
+
+/* Reserve, every profile [EST]: memory the tracked allocator never sees.
+ *   CUDA context and loaded kernel modules (cuBLAS, cuDNN/attention, NCCL)  ~0.6 GiB
+ *   NCCL buffers: per peer and channel (NCCL_BUFFSIZE 4 MiB) for 8 peers     ~1.0 GiB
+ *   library workspaces: cuBLAS 32 MiB per stream (Hopper guidance), misc.    ~0.25 GiB
+ *   allocator granularity / fragmentation slack                              ~0.15 GiB
+ * total 2.0 GiB. */
+#define RESERVE_BYTES ((int64_t)(2.0 * GIB))
+
+/* Attention efficiency on Hopper [derived from PN]: cuDNN 9.19 SDPA on H200, d = 128, GQA,
+ * causal, bf16: forward 591/644/673/688 TFLOP/s at 4K/8K/16K/32K tokens, backward
+ * 474/541/579/581.  With eff = eff_max * kv / (kv + k_half), kv = keys per query row
+ * (L/2 for a causal call of length L), the 4K and 32K points give
+ *   forward:  k_half = 393 tokens, eff_max = 0.712  (predicts 8K: 642, 16K: 672; measured 644, 673)
+ *   backward: k_half = 545 tokens, eff_max = 0.607  (predicts 8K: 530, 16K: 563; measured 541, 579)
+ * The H200 has the H100's compute die (same 989 TFLOP/s); attention is compute bound, so
+ * the same curve serves the H100.  FlashAttention-3's "up to 740 TFLOP/s (75%)" [PN] is
+ * the same ceiling within 5%. */
+#define HOPPER_ATTN_FWD_EFF 0.712
+#define HOPPER_ATTN_FWD_KHALF 393.0
+#define HOPPER_ATTN_BWD_EFF 0.607
+#define HOPPER_ATTN_BWD_KHALF 545.0
+
+static const cpb_gpu_profile profiles[] = {
+    {
+        .name = "h100-sxm",
+        .description = "NVIDIA H100 SXM5 80 GB (HGX/DGX H100 node, 8 GPUs, NVLink 4, NDR)",
+        .mem_bytes = (int64_t)(81559 * MIB), /* [DS] 80 GB HBM3; nvidia-smi reports 81559 MiB */
+        .reserve_bytes = RESERVE_BYTES,
+        .host_node_bytes = (int64_t)2e12,    /* [DS] DGX H100: 2 TB system memory */
+        .hw = {
+            .peak_flops = 989e12,            /* [PN] bf16 dense peak */
+            .num_sms = 132,                  /* [DS] H100 SXM5: 132 SMs */
+            .gemm_eff_max = 0.75,            /* [EST] large cuBLASLt bf16 GEMMs on H100 SXM are
+                                                commonly measured at 700-800 TFLOP/s */
+            .gemm_k_half = 128,              /* [EST] a tile's prologue/epilogue ~ two 64-deep K steps */
+            .gemm_tile_m = 128, .gemm_tile_n = 256, /* [EST] cuBLAS/CUTLASS Hopper bf16 tile */
+            .attn_fwd_eff_max = HOPPER_ATTN_FWD_EFF, .attn_fwd_k_half = HOPPER_ATTN_FWD_KHALF,
+            .attn_bwd_eff_max = HOPPER_ATTN_BWD_EFF, .attn_bwd_k_half = HOPPER_ATTN_BWD_KHALF,
+            .attn_tile_rows = 128,           /* [EST] FlashAttention-3 query block */
+            .hbm_bw = 3.0e12,                /* [PN] 3.35 TB/s peak; [EST] streaming kernels reach ~90% */
+            .a2a_busbw = 370e9,              /* [PN] NCCL all-to-all bus bandwidth, NVLink 4 */
+            .sendrecv_busbw = 370e9,         /* [PN] NCCL send/recv bus bandwidth, NVLink 4 */
+            .coll_busbw = 370e9,             /* [EST] same links and NCCL: the [PN] figure */
+            .inter_busbw = 45e9,             /* [DS] one 400 Gb/s NDR NIC per GPU = 50 GB/s;
+                                                [EST] NCCL reaches ~90% of it */
+            .coll_lat = 10e-6,               /* [EST] NCCL small-message latency on NVLink */
+            .inter_lat = 20e-6,              /* [EST] NCCL small-message latency over IB */
+            .pcie_gpu_bw = 55e9,             /* [PN] PCIe Gen5 x16 pinned copies, each way */
+            .pcie_node_bw = 220e9,           /* [EST] two GPUs behind each of four PCIe switches
+                                                with one Gen5 x16 uplink each: 4 x 55 GB/s */
+            .launch = 4e-6,                  /* [EST] back-to-back kernel launch overhead */
+            .gpus_per_node = 8,
+        },
+    },
+    {
+        .name = "h200",
+        .description = "NVIDIA H200 SXM 141 GB (HGX H200 node, 8 GPUs, NVLink 4, NDR)",
+        .mem_bytes = (int64_t)(143771 * MIB), /* [PN]/[DS] 141 GB HBM3e; nvidia-smi: 143771 MiB */
+        .reserve_bytes = RESERVE_BYTES,
+        .host_node_bytes = (int64_t)2e12,    /* [DS] DGX H200: 2 TB system memory */
+        .hw = {
+            .peak_flops = 989e12,            /* [PN]/[DS] the H100's compute die */
+            .num_sms = 132,
+            .gemm_eff_max = 0.75, .gemm_k_half = 128, .gemm_tile_m = 128, .gemm_tile_n = 256,
+            .attn_fwd_eff_max = HOPPER_ATTN_FWD_EFF, .attn_fwd_k_half = HOPPER_ATTN_FWD_KHALF,
+            .attn_bwd_eff_max = HOPPER_ATTN_BWD_EFF, .attn_bwd_k_half = HOPPER_ATTN_BWD_KHALF,
+            .attn_tile_rows = 128,
+            .hbm_bw = 4.3e12,                /* [DS] 4.8 TB/s; [EST] ~90% achieved */
+            .a2a_busbw = 370e9, .sendrecv_busbw = 370e9, .coll_busbw = 370e9, /* NVLink 4 as H100 */
+            .inter_busbw = 45e9, .coll_lat = 10e-6, .inter_lat = 20e-6,
+            .pcie_gpu_bw = 55e9, .pcie_node_bw = 220e9, /* PCIe Gen5 as H100 */
+            .launch = 4e-6,
+            .gpus_per_node = 8,
+        },
+    },
+    {
+        .name = "a100-80g",
+        .description = "NVIDIA A100 SXM4 80 GB (HGX/DGX A100 node, 8 GPUs, NVLink 3, HDR)",
+        .mem_bytes = (int64_t)(81920 * MIB), /* [DS] 80 GB HBM2e; nvidia-smi: 81920 MiB */
+        .reserve_bytes = RESERVE_BYTES,
+        .host_node_bytes = (int64_t)2e12,    /* [DS] DGX A100 640 GB: 2 TB system memory */
+        .hw = {
+            .peak_flops = 312e12,            /* [DS] bf16 dense peak */
+            .num_sms = 108,                  /* [DS] */
+            .gemm_eff_max = 0.80,            /* [EST] large cuBLAS bf16 GEMMs reach ~250 TFLOP/s */
+            .gemm_k_half = 128, .gemm_tile_m = 128, .gemm_tile_n = 256,
+            .attn_fwd_eff_max = 0.70,        /* [EST] FlashAttention-2 paper: up to 73% of peak forward */
+            .attn_fwd_k_half = HOPPER_ATTN_FWD_KHALF, /* [EST] same tiling overhead as Hopper */
+            .attn_bwd_eff_max = 0.60,        /* [EST] FlashAttention-2 backward: about 60% of peak */
+            .attn_bwd_k_half = HOPPER_ATTN_BWD_KHALF,
+            .attn_tile_rows = 128,
+            .hbm_bw = 1.8e12,                /* [DS] 2039 GB/s; [EST] ~90% achieved */
+            .a2a_busbw = 230e9,              /* [EST] nccl-tests on DGX A100 (NVLink 3, 300 GB/s per
+                                                direction) report ~230 GB/s bus bandwidth */
+            .sendrecv_busbw = 230e9, .coll_busbw = 230e9,
+            .inter_busbw = 22.5e9,           /* [DS] one 200 Gb/s HDR NIC per GPU; [EST] 90% */
+            .coll_lat = 10e-6, .inter_lat = 20e-6,
+            .pcie_gpu_bw = 25e9,             /* [EST] PCIe Gen4 x16 pinned copies (32 GB/s raw) */
+            .pcie_node_bw = 100e9,           /* [DS] DGX A100: GPUs in pairs behind four PCIe
+                                                switches, one Gen4 x16 uplink each: 4 x 25 GB/s */
+            .launch = 4e-6,
+            .gpus_per_node = 8,
+        },
+    },
+    {
+        .name = "a100-40g",
+        .description = "NVIDIA A100 SXM4 40 GB (HGX/DGX A100 node, 8 GPUs, NVLink 3, HDR)",
+        .mem_bytes = (int64_t)(40960 * MIB), /* [DS] 40 GB HBM2; nvidia-smi: 40960 MiB */
+        .reserve_bytes = RESERVE_BYTES,
+        .host_node_bytes = (int64_t)1e12,    /* [DS] DGX A100 320 GB: 1 TB system memory */
+        .hw = {
+            .peak_flops = 312e12, .num_sms = 108,
+            .gemm_eff_max = 0.80, .gemm_k_half = 128, .gemm_tile_m = 128, .gemm_tile_n = 256,
+            .attn_fwd_eff_max = 0.70, .attn_fwd_k_half = HOPPER_ATTN_FWD_KHALF,
+            .attn_bwd_eff_max = 0.60, .attn_bwd_k_half = HOPPER_ATTN_BWD_KHALF,
+            .attn_tile_rows = 128,
+            .hbm_bw = 1.4e12,                /* [DS] 1555 GB/s; [EST] ~90% achieved */
+            .a2a_busbw = 230e9, .sendrecv_busbw = 230e9, .coll_busbw = 230e9,
+            .inter_busbw = 22.5e9, .coll_lat = 10e-6, .inter_lat = 20e-6,
+            .pcie_gpu_bw = 25e9, .pcie_node_bw = 100e9,
+            .launch = 4e-6,
+            .gpus_per_node = 8,
+        },
+    },
+};
+
+int cpb_gpu_profile_count(void)
+{
+    return (int)(sizeof profiles / sizeof profiles[0]);
+}
+
+const char *cpb_gpu_profile_name_at(int i)
+{
+    return (i >= 0 && i < cpb_gpu_profile_count()) ? profiles[i].name : NULL;
+}
+
+const char *cpb_gpu_profile_names(void)
+{
+    static char names[256];
+    if (!names[0]) {
+        size_t len = 0;
+        for (int i = 0; i < cpb_gpu_profile_count(); i++)
+            len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", i ? ", " : "", profiles[i].name);
+    }
+    return names;
+}
+
+int cpb_gpu_profile_get(const char *name, cpb_gpu_profile *out, char *err, size_t err_len)
+{
+    if (!name || !name[0]) name = CPB_GPU_DEFAULT;
+    for (int i = 0; i < cpb_gpu_profile_count(); i++)
+        if (strcmp(profiles[i].name, name) == 0) {
+            *out = profiles[i];
+            return CPB_OK;
+        }
+    snprintf(err, err_len, "unknown GPU profile '%s' (valid: %s)", name, cpb_gpu_profile_names());
+    return CPB_ERR_INVALID;
+}
+
+int64_t cpb_gpu_profile_usable(const cpb_gpu_profile *p)
+{
+    return p->mem_bytes - p->reserve_bytes;
+}
+
+int64_t cpb_gpu_profile_host_per_gpu(const cpb_gpu_profile *p)
+{
+    int gpn = p->hw.gpus_per_node > 0 ? p->hw.gpus_per_node : 8;
+    return p->host_node_bytes / gpn;
+}
+
+/* ---------------------------------------------------------------- calibration file */
+
+/* apply one key; 0 = ok, -1 = unknown key, -2 = value out of range */
+static int apply(cpb_gpu_profile *p, const char *key, double v)
+{
+    cpb_sim_hw *h = &p->hw;
+    if (!(v > 0)) return -2;
+    if (!strcmp(key, "attn_fwd_tflops")) h->attn_fwd_eff_max = v * 1e12 / h->peak_flops;
+    else if (!strcmp(key, "attn_bwd_tflops")) h->attn_bwd_eff_max = v * 1e12 / h->peak_flops;
+    else if (!strcmp(key, "attn_fwd_k_half")) h->attn_fwd_k_half = v;
+    else if (!strcmp(key, "attn_bwd_k_half")) h->attn_bwd_k_half = v;
+    else if (!strcmp(key, "gemm_tflops")) h->gemm_eff_max = v * 1e12 / h->peak_flops;
+    else if (!strcmp(key, "gemm_k_half")) h->gemm_k_half = v;
+    else if (!strcmp(key, "peak_tflops")) {
+        /* keep the achieved rates: efficiencies are relative to the peak */
+        double old = h->peak_flops;
+        h->peak_flops = v * 1e12;
+        h->attn_fwd_eff_max *= old / h->peak_flops;
+        h->attn_bwd_eff_max *= old / h->peak_flops;
+        h->gemm_eff_max *= old / h->peak_flops;
+    } else if (!strcmp(key, "num_sms")) h->num_sms = (int)v;
+    else if (!strcmp(key, "hbm_gbs")) h->hbm_bw = v * 1e9;
+    else if (!strcmp(key, "a2a_busbw_gbs")) h->a2a_busbw = v * 1e9;
+    else if (!strcmp(key, "sendrecv_busbw_gbs")) h->sendrecv_busbw = v * 1e9;
+    else if (!strcmp(key, "coll_busbw_gbs")) h->coll_busbw = v * 1e9;
+    else if (!strcmp(key, "inter_busbw_gbs")) h->inter_busbw = v * 1e9;
+    else if (!strcmp(key, "pcie_gbs")) h->pcie_gpu_bw = v * 1e9;
+    else if (!strcmp(key, "pcie_node_gbs")) h->pcie_node_bw = v * 1e9;
+    else if (!strcmp(key, "launch_us")) h->launch = v * 1e-6;
+    else if (!strcmp(key, "coll_lat_us")) h->coll_lat = v * 1e-6;
+    else if (!strcmp(key, "inter_lat_us")) h->inter_lat = v * 1e-6;
+    else if (!strcmp(key, "mem_gib")) p->mem_bytes = (int64_t)(v * GIB);
+    else if (!strcmp(key, "reserve_gib")) p->reserve_bytes = (int64_t)(v * GIB);
+    else if (!strcmp(key, "host_mem_gib")) p->host_node_bytes = (int64_t)(v * GIB);
+    else if (!strcmp(key, "gpus_per_node")) h->gpus_per_node = (int)v;
+    else return -1;
+    return 0;
+}
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s)) s++;
+    char *e = s + strlen(s);
+    while (e > s && isspace((unsigned char)e[-1])) *--e = 0;
+    return s;
+}
+
+int cpb_gpu_profile_calibrate(cpb_gpu_profile *p, const char *path, char *err, size_t err_len)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, err_len, "cannot read calibration file '%s': %s", path, strerror(errno));
+        return CPB_ERR_IO;
+    }
+    char line[512];
+    int ln = 0, rc = CPB_OK;
+    while (rc == CPB_OK && fgets(line, sizeof line, f)) {
+        ln++;
+        char *hash = strchr(line, '#');
+        if (hash) *hash = 0;
+        char *s = trim(line);
+        if (!*s) continue;
+        char *eq = strchr(s, '=');
+        if (!eq) {
+            snprintf(err, err_len, "%s:%d: expected `key = value`, got '%s'", path, ln, s);
+            rc = CPB_ERR_INVALID;
+            break;
+        }
+        *eq = 0;
+        char *key = trim(s), *val = trim(eq + 1), *end = NULL;
+        errno = 0;
+        double v = strtod(val, &end);
+        if (!*val || *end || errno) {
+            snprintf(err, err_len, "%s:%d: value of '%s' is not a number: '%s'", path, ln, key, val);
+            rc = CPB_ERR_INVALID;
+            break;
+        }
+        int a = apply(p, key, v);
+        if (a == -1) {
+            snprintf(err, err_len, "%s:%d: unknown key '%s' (gpu_profiles.h lists the keys)", path, ln, key);
+            rc = CPB_ERR_INVALID;
+        } else if (a == -2) {
+            snprintf(err, err_len, "%s:%d: '%s' must be positive, got %s", path, ln, key, val);
+            rc = CPB_ERR_INVALID;
+        }
+    }
+    fclose(f);
+    return rc;
+}

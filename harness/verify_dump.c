@@ -1,0 +1,104 @@
+/* verify_dump.c — `verify --dump FILE`: inputs as the method used them and its gathered
+ * results, as float32 HDF5 datasets with the shape as attributes.  Written to FILE.tmp and
+ * renamed, so an interrupted or failed write never leaves a truncated FILE. */
+#include <hdf5.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verify.h"
+
+static int write_f32(hid_t f, const char *name, int64_t rows, int64_t cols, const float *data)
+{
+    hsize_t dims[2] = {(hsize_t)rows, (hsize_t)cols};
+    hid_t sp = H5Screate_simple(2, dims, NULL);
+    if (sp < 0) return -1;
+    hid_t ds = H5Dcreate2(f, name, H5T_IEEE_F32LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    int rc = ds < 0 ? -1 : (H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0 ? -1 : 0);
+    if (ds >= 0) H5Dclose(ds);
+    H5Sclose(sp);
+    return rc;
+}
+
+static int write_f64_as_f32(hid_t f, const char *name, int64_t rows, int64_t cols, const double *data)
+{
+    float *tmp = malloc(sizeof(float) * (size_t)(rows * cols));
+    if (!tmp) return -1;
+    for (int64_t i = 0; i < rows * cols; i++) tmp[i] = (float)data[i];
+    int rc = write_f32(f, name, rows, cols, tmp);
+    free(tmp);
+    return rc;
+}
+
+static int attr_i64(hid_t f, const char *name, int64_t v)
+{
+    hid_t sp = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(f, name, H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
+    int rc = a < 0 ? -1 : (H5Awrite(a, H5T_NATIVE_INT64, &v) < 0 ? -1 : 0);
+    if (a >= 0) H5Aclose(a);
+    H5Sclose(sp);
+    return rc;
+}
+
+static int attr_f64(hid_t f, const char *name, double v)
+{
+    hid_t sp = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(f, name, H5T_IEEE_F64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
+    int rc = a < 0 ? -1 : (H5Awrite(a, H5T_NATIVE_DOUBLE, &v) < 0 ? -1 : 0);
+    if (a >= 0) H5Aclose(a);
+    H5Sclose(sp);
+    return rc;
+}
+
+static int attr_str(hid_t f, const char *name, const char *v)
+{
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, strlen(v) + 1);
+    H5Tset_strpad(t, H5T_STR_NULLTERM);
+    hid_t sp = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(f, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
+    int rc = a < 0 ? -1 : (H5Awrite(a, t, v) < 0 ? -1 : 0);
+    if (a >= 0) H5Aclose(a);
+    H5Sclose(sp);
+    H5Tclose(t);
+    return rc;
+}
+
+int cpb_verify_dump(const char *path, const cpb_dump_info *info, char *err, size_t err_len)
+{
+    const cpb_problem *p = info->p;
+    const int64_t S = p->S, D = p->D, HD = (int64_t)p->H * p->d, GD = (int64_t)p->G * p->d;
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* our message names the file; HDF5's stack is noise */
+    hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    if (f < 0) {
+        snprintf(err, err_len, "--dump: cannot create '%s' (does the directory exist and is it writable?)", tmp);
+        return CPB_ERR_IO;
+    }
+    /* inputs (global, rounded to the storage dtype) then results */
+    static const char *const in_names[6] = {"x", "wq", "wk", "wv", "wo", "dy"};
+    const int64_t in_rows[6] = {S, D, D, D, HD, S}, in_cols[6] = {D, HD, GD, GD, D, D};
+    const int64_t out_rows[CPB_VT_COUNT] = {S, S, D, D, D, HD}, out_cols[CPB_VT_COUNT] = {D, D, HD, GD, GD, D};
+    int bad = 0;
+    for (int i = 0; i < 6 && !bad; i++) bad = write_f32(f, in_names[i], in_rows[i], in_cols[i], info->in[i]);
+    for (int t = 0; t < CPB_VT_COUNT && !bad; t++)
+        bad = write_f64_as_f32(f, cpb_vt_names[t], out_rows[t], out_cols[t], info->res->t[t]);
+    bad = bad || attr_i64(f, "hidden", D) || attr_i64(f, "heads", p->H) || attr_i64(f, "kv_heads", p->G) ||
+          attr_i64(f, "head_dim", p->d) || attr_f64(f, "rope_base", p->rope_base) || attr_i64(f, "seq", S) ||
+          attr_i64(f, "world_size", p->C) || attr_str(f, "method", info->method) ||
+          attr_str(f, "dtype", cpb_dtype_name(p->dtype)) || attr_i64(f, "peak_bytes", info->res->peak) ||
+          attr_i64(f, "intermediate_bytes", info->res->intermediate);
+    if (H5Fclose(f) < 0) bad = 1;
+    if (bad) {
+        remove(tmp);
+        snprintf(err, err_len, "--dump: writing '%s' failed (disk full?); no file was left behind", tmp);
+        return CPB_ERR_IO;
+    }
+    if (rename(tmp, path) != 0) {
+        remove(tmp);
+        snprintf(err, err_len, "--dump: cannot rename '%s' to '%s'", tmp, path);
+        return CPB_ERR_IO;
+    }
+    return CPB_OK;
+}

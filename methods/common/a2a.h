@@ -1,0 +1,120 @@
+/* a2a.h — the Ulysses building blocks shared by ulysses, upipe, offload (and a hybrid usp):
+ * head maps, projections straight into packed all-to-all send buffers, the exchange, the
+ * unpacking, and the gradients of the projections on the sequence side.
+ *
+ * Packed layout.  A packed buffer holds C chunks, one per member of the group, each
+ * [rows][n][d] contiguous: chunk j is what goes to (seq->head) or came from (head->seq)
+ * member j.  A head map says which global head sits in slot i of chunk j.
+ *
+ *   seq->head: rank r projects the heads of every chunk for its s tokens into the packed
+ *              send buffer; after the all-to-all, the receive buffer is [C][s][n][d] =
+ *              [S][n][d], the n heads of chunk r for all S tokens in global order (the
+ *              layout is contiguous, so rank j's tokens are rows [j*s, (j+1)*s)).
+ *   head->seq: the head tensor [S][n][d] is itself a packed send buffer (chunk j = rank j's
+ *              tokens); the receive buffer's chunk j holds this rank's s tokens of the heads
+ *              of member j's chunk.
+ *
+ * KV replication (G < C): several chunks carry the same kv head; the projection computes it
+ * once and copies it, and on the way back the gradients of the replicas are summed by
+ * accumulating every chunk into the fp32 dW and dx accumulators.
+ *
+ * The heads of a chunk need not be contiguous (upipe's stages take strided heads): a chunk
+ * whose heads are equal runs of consecutive heads with a constant stride between runs is
+ * handled with one batched GEMM whose batch is the runs (views' heads with head_stride), so
+ * no gather buffer is needed; any other head list falls back to one op per head.
+ */
+#ifndef CPB_A2A_H
+#define CPB_A2A_H
+
+#include "cpb.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Which global head sits in each slot of each chunk: head[j*n + i]. */
+typedef struct cpb_a2a_map {
+    int C, n;
+    int head[CPB_MAX_HEADS];
+} cpb_a2a_map;
+
+/* Ulysses maps: chunk j = query heads [j*H/C, (j+1)*H/C) */
+int cpb_a2a_map_q(cpb_a2a_map *m, int C, int H);
+/* chunk j = kv heads [j*G/C, ...) when G >= C; the kv head of member j's query heads,
+ * j / (C/G), when G < C (replicated) */
+int cpb_a2a_map_kv(cpb_a2a_map *m, int C, int G);
+/* element count of a packed buffer of `rows` rows per chunk */
+int64_t cpb_a2a_elems(const cpb_a2a_map *m, int64_t rows, int d);
+
+/* Sequence-side operands of the projections: x [s][D], weights with w_heads heads of d. */
+typedef struct cpb_a2a_seq {
+    int64_t s, D;
+    int d;
+    cpb_buf *x;          /* [s][D] storage dtype */
+    const cpb_segs *pos; /* global positions of x's rows (RoPE) */
+    double rope_base;    /* 0: no RoPE (v) */
+} cpb_a2a_seq;
+
+/* packed[j] = RoPE(x * W[:, heads of chunk j]).  Chunks repeating an earlier chunk's heads
+ * are copied from it. */
+int cpb_a2a_project(cpb_ctx *ctx, int st, const cpb_a2a_map *m, const cpb_a2a_seq *sq,
+                    cpb_buf *w, int w_heads, cpb_buf *packed);
+
+/* all-to-all of the first cpb_a2a_elems(m, rows, d) elements of send into recv */
+int cpb_a2a_exchange(cpb_ctx *ctx, int st, const cpb_a2a_map *m, int64_t rows, int d,
+                     cpb_buf *send, cpb_buf *recv);
+
+/* dst [rows][dst_heads][d] (a seq-layout tensor), heads of chunk j <- chunk j */
+int cpb_a2a_unpack(cpb_ctx *ctx, int st, const cpb_a2a_map *m, int64_t rows, int d,
+                   cpb_buf *packed, cpb_buf *dst, int dst_heads);
+
+/* Gradient of the projection, from a packed head->seq receive buffer holding dL/d(proj
+ * output) for this rank's tokens: RoPE backward in place (when sq->rope_base > 0), then
+ * dw[:, heads] += x^T chunk (one batched GEMM per chunk, its runs of heads as the batch)
+ * and dx32 += chunk W[:, heads]^T (one GEMM per run: a sum over heads), for every chunk,
+ * so the gradients of replicated heads are summed.  dw and dx32 are fp32 accumulators;
+ * strided heads are addressed in place, no gather buffer (ulysses, upipe, offload). */
+int cpb_a2a_grad_project_inplace(cpb_ctx *ctx, int st, const cpb_a2a_map *m, const cpb_a2a_seq *sq,
+                                 cpb_buf *packed, cpb_buf *w, int w_heads, cpb_buf *dw, cpb_buf *dx32);
+
+/* The same gradient with dx as ONE GEMM over all chunks (fewer, larger GEMMs; usp): the
+ * chunks are first laid side by side in `scratch` ([s][C*n*d]; the head tensor that was
+ * just sent is free for it), and when the chunks' heads are not consecutive columns of W,
+ * those columns are gathered into `wg` ([D][C*n*d], cpb_a2a_gather_elems) first.
+ * Replicated heads appear once per chunk in both, so the replicas' gradients are summed. */
+int cpb_a2a_grad_project(cpb_ctx *ctx, int st, const cpb_a2a_map *m, const cpb_a2a_seq *sq,
+                         cpb_buf *packed, cpb_buf *scratch, cpb_buf *wg, cpb_buf *w, int w_heads,
+                         cpb_buf *dw, cpb_buf *dx);
+/* 1 when the map's heads (chunk-major) are not consecutive columns of W: the one-GEMM dx
+ * then needs the gathered weight buffer of cpb_a2a_gather_elems(m, D, d) elements */
+int cpb_a2a_needs_gather(const cpb_a2a_map *m);
+int64_t cpb_a2a_gather_elems(const cpb_a2a_map *m, int64_t D, int d);
+
+/* dO of the chunk heads from the layer's output gradient: packed[j] = dy Wo[rows of the
+ * heads of chunk j]^T.  dy [s][D], wo [H*d][D]. */
+int cpb_a2a_out_grad(cpb_ctx *ctx, int st, const cpb_a2a_map *m, const cpb_a2a_seq *sq,
+                     cpb_buf *dy, cpb_buf *wo, cpb_buf *packed);
+
+/* dWo rows of the chunk heads += o^T dy, where o comes either from a packed head->seq
+ * receive buffer (o_heads == 0) or from a seq-layout [s][o_heads][d] tensor. */
+int cpb_a2a_grad_wo(cpb_ctx *ctx, int st, const cpb_a2a_map *m, const cpb_a2a_seq *sq,
+                    cpb_buf *o, int o_heads, cpb_buf *dy, cpb_buf *dwo);
+
+/* delta = rowsum(dO * o) for the chunk heads, before the exchange: o is seq-layout
+ * [s][o_heads][d], d_o packed, delta packed fp32 [C][s][n] (token-major, so the received
+ * [S][n] is one strided view: cpb_a2a_delta_view). */
+int cpb_a2a_delta(cpb_ctx *ctx, int st, const cpb_a2a_map *m, const cpb_a2a_seq *sq,
+                  cpb_buf *o, int o_heads, cpb_buf *d_o, cpb_buf *delta);
+/* the received token-major delta [S][n] as an fp32 [heads][tokens] view */
+cpb_view cpb_a2a_delta_view(cpb_buf *delta, int64_t S, int n);
+
+/* [rows][n][d] view of a contiguous head tensor */
+cpb_view cpb_a2a_head_view(cpb_buf *b, int64_t rows, int n, int d);
+
+/* pop the current range and return the first error of (rc, pop) */
+int cpb_a2a_range_end(cpb_ctx *ctx, int rc);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

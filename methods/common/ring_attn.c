@@ -1,0 +1,343 @@
+/* ring_attn.c — zigzag ring attention forward/backward over a group (see ring_attn.h for
+ * the step logic).  Streams: compute is CPB_STREAM_COMPUTE, rotations run on
+ * cfg->comm_stream; every hand-over between the two is an event join, so the runtime's
+ * race check sees each buffer's writer ordered before its readers. */
+#include "common/ring_attn.h"
+
+#define COMPUTE CPB_STREAM_COMPUTE
+
+typedef struct ring_geom {
+    cpb_group *g;
+    int R, rr;      /* ring size, my rank in the ring */
+    int64_t c;      /* tokens per chunk */
+} ring_geom;
+
+static ring_geom geom_of(cpb_ctx *ctx, const cpb_ring_cfg *cfg)
+{
+    cpb_group *g = cfg->g ? cfg->g : cpb_world(ctx);
+    ring_geom G = {g, g->size, g->rank, cfg->c};
+    return G;
+}
+
+/* ring position of local/source chunk `half` (0: chunk rank, 1: chunk 2R-1-rank) */
+static int64_t chunk_pos(const ring_geom *G, int rank, int half)
+{
+    return (int64_t)(half ? 2 * G->R - 1 - rank : rank) * G->c;
+}
+
+/* the two (q chunk, kv chunk) blocks of a step after the diagonal */
+static void step_blocks(const ring_geom *G, int src, int qa[2], int kb[2])
+{
+    if (src < G->rr) { /* all local q vs the source's first chunk */
+        qa[0] = 0, kb[0] = 0;
+        qa[1] = 1, kb[1] = 0;
+    } else {           /* local second chunk vs both source chunks */
+        qa[0] = 1, kb[0] = 0;
+        qa[1] = 1, kb[1] = 1;
+    }
+}
+
+static int64_t kv_half(const cpb_ring_cfg *cfg)
+{
+    return 2 * cfg->c * cfg->hk * cfg->d;
+}
+
+int64_t cpb_ring_kv_elems(const cpb_ring_cfg *cfg)
+{
+    return 2 * kv_half(cfg);
+}
+
+cpb_view cpb_ring_k(const cpb_ring_cfg *cfg, cpb_buf *kv)
+{
+    int64_t hkd = (int64_t)cfg->hk * cfg->d;
+    return cpb_heads(kv, 0, 2 * cfg->c, cfg->hk, cfg->d, hkd, cfg->d);
+}
+
+cpb_view cpb_ring_v(const cpb_ring_cfg *cfg, cpb_buf *kv)
+{
+    int64_t hkd = (int64_t)cfg->hk * cfg->d;
+    return cpb_heads(kv, kv_half(cfg), 2 * cfg->c, cfg->hk, cfg->d, hkd, cfg->d);
+}
+
+static int check_cfg(cpb_ctx *ctx, const cpb_ring_cfg *cfg, cpb_buf *kv, const char *who)
+{
+    if (cfg->c <= 0 || cfg->hq <= 0 || cfg->hk <= 0 || cfg->d <= 0 || cfg->hq % cfg->hk)
+        return cpb_fail(ctx, CPB_ERR_INVALID, "%s: bad ring shape (chunk %lld, %d q heads, %d kv heads, d %d)",
+                        who, (long long)cfg->c, cfg->hq, cfg->hk, cfg->d);
+    if (!kv || kv->nelem != cpb_ring_kv_elems(cfg) || kv->dtype != cfg->dtype)
+        return cpb_fail(ctx, CPB_ERR_INVALID, "%s: the packed K,V buffer must hold %lld %s elements",
+                        who, (long long)cpb_ring_kv_elems(cfg), cpb_dtype_name(cfg->dtype));
+    return CPB_OK;
+}
+
+/* ---------------------------------------------------------------- projection */
+
+int cpb_ring_project(cpb_ctx *ctx, const cpb_ring_cfg *cfg, cpb_view x, cpb_view wq, cpb_view wk,
+                     cpb_view wv, const cpb_segs *pos, double rope_base, cpb_view q, cpb_buf *kv)
+{
+    CPB_TRY(check_cfg(ctx, cfg, kv, "ring project"));
+    int64_t s = 2 * cfg->c, hqd = (int64_t)cfg->hq * cfg->d, hkd = (int64_t)cfg->hk * cfg->d;
+    if (q.rows != s || q.heads != cfg->hq || q.dim != cfg->d || (q.heads > 1 && q.head_stride != q.dim))
+        return cpb_fail(ctx, CPB_ERR_INVALID, "ring project: q must be [%lld][%d][%d] with adjacent heads",
+                        (long long)s, cfg->hq, cfg->d);
+    cpb_view qmat = cpb_mat(q.buf, q.off, s, hqd, q.row_stride);
+    CPB_TRY(cpb_gemm(ctx, COMPUTE, 0, 0, 1.0f, x, wq, 0.0f, qmat));
+    CPB_TRY(cpb_gemm(ctx, COMPUTE, 0, 0, 1.0f, x, wk, 0.0f, cpb_mat(kv, 0, s, hkd, hkd)));
+    CPB_TRY(cpb_gemm(ctx, COMPUTE, 0, 0, 1.0f, x, wv, 0.0f, cpb_mat(kv, kv_half(cfg), s, hkd, hkd)));
+    CPB_TRY(cpb_rope(ctx, COMPUTE, q, pos, rope_base, 0));
+    return cpb_rope(ctx, COMPUTE, cpb_ring_k(cfg, kv), pos, rope_base, 0);
+}
+
+/* ---------------------------------------------------------------- rotation */
+
+/* The K,V buffers of a call: [0] is the caller's; [1] and [2] are allocated here.  Step i
+ * computes on kv_of(i) while kv_of(i + 1) is received. */
+typedef struct kv_ring {
+    cpb_buf *b[3];
+    int keep; /* the caller's buffer is never a receive buffer */
+} kv_ring;
+
+static cpb_buf *kv_of(const kv_ring *K, int i)
+{
+    if (!K->keep) return K->b[i % 2];
+    return i == 0 ? K->b[0] : K->b[1 + (i - 1) % 2];
+}
+
+static int kv_ring_open(cpb_ctx *ctx, const cpb_ring_cfg *cfg, const ring_geom *G, cpb_buf *own, kv_ring *K)
+{
+    K->b[0] = own;
+    K->b[1] = K->b[2] = NULL;
+    K->keep = !cfg->kv_scratch;
+    int extra = G->R < 2 ? 0 : (K->keep && G->R >= 3 ? 2 : 1);
+    for (int i = 1; i <= extra; i++)
+        CPB_TRY(cpb_alloc(ctx, &K->b[i], cpb_ring_kv_elems(cfg), cfg->dtype, CPB_TAG_KV_RING,
+                          i == 1 ? "ring_kv_a" : "ring_kv_b"));
+    return CPB_OK;
+}
+
+static int kv_ring_close(cpb_ctx *ctx, kv_ring *K)
+{
+    CPB_TRY(cpb_free(ctx, COMPUTE, &K->b[2]));
+    return cpb_free(ctx, COMPUTE, &K->b[1]);
+}
+
+/* Start moving `cur` to the next rank and receiving the previous rank's block into `nxt`.
+ * The comm stream first waits for compute: compute has finished reading `nxt` (it was the
+ * previous step's block) and has written the rank's own block. */
+static int rotate(cpb_ctx *ctx, const cpb_ring_cfg *cfg, const ring_geom *G, cpb_buf *cur, cpb_buf *nxt,
+                  int64_t n, cpb_event *arrived)
+{
+    CPB_TRY(cpb_stream_join(ctx, cfg->comm_stream, COMPUTE));
+    CPB_TRY(cpb_sendrecv(ctx, cfg->comm_stream, G->g, cpb_span(cur, 0, n), (G->rr + 1) % G->R,
+                         cpb_span(nxt, 0, n), (G->rr - 1 + G->R) % G->R));
+    return cpb_event_record(ctx, cfg->comm_stream, arrived);
+}
+
+/* ---------------------------------------------------------------- forward */
+
+typedef struct fwd_bufs {
+    kv_ring kv;
+    cpb_view acc, lse;        /* fp32 o accumulator [2c][hq][d], caller's lse */
+    cpb_view part, lpart;     /* one block's fp32 partial [c][hq][d], [hq][c] */
+} fwd_bufs;
+
+static int fwd_block(cpb_ctx *ctx, const cpb_ring_cfg *cfg, const ring_geom *G, cpb_view q, cpb_buf *kv,
+                     const fwd_bufs *B, int src, int qa, int kb)
+{
+    int64_t c = G->c;
+    cpb_attn_args a = {0};
+    a.q = cpb_view_rows(q, qa * c, c);
+    a.k = cpb_view_rows(cpb_ring_k(cfg, kv), kb * c, c);
+    a.v = cpb_view_rows(cpb_ring_v(cfg, kv), kb * c, c);
+    a.o = B->part;
+    a.lse = B->lpart;
+    a.causal = 1; /* exact positions: these blocks see every key (ring_attn.h) */
+    a.q_pos0 = chunk_pos(G, G->rr, qa);
+    a.k_pos0 = chunk_pos(G, src, kb);
+    CPB_TRY(cpb_attn_fwd(ctx, COMPUTE, &a));
+    return cpb_lse_merge(ctx, COMPUTE, cpb_view_rows(B->acc, qa * c, c), cpb_view_rows(B->lse, qa * c, c),
+                         B->part, B->lpart);
+}
+
+static int fwd_step(cpb_ctx *ctx, const cpb_ring_cfg *cfg, const ring_geom *G, cpb_view q, const fwd_bufs *B,
+                    int i)
+{
+    cpb_buf *cur = kv_of(&B->kv, i);
+    int more = i + 1 < G->R;
+    cpb_event kv_arrived = {-1};
+    if (more) CPB_TRY(rotate(ctx, cfg, G, cur, kv_of(&B->kv, i + 1), cpb_ring_kv_elems(cfg), &kv_arrived));
+    if (i == 0) {
+        /* the causal diagonal, written straight into the accumulator */
+        cpb_attn_args a = {0};
+        a.q = q;
+        a.k = cpb_ring_k(cfg, cur);
+        a.v = cpb_ring_v(cfg, cur);
+        a.o = B->acc;
+        a.lse = B->lse;
+        a.causal = 1; /* local order is global order (ring_attn.h) */
+        CPB_TRY(cpb_attn_fwd(ctx, COMPUTE, &a));
+    } else {
+        int src = (G->rr - i + G->R) % G->R, qa[2], kb[2];
+        step_blocks(G, src, qa, kb);
+        for (int b = 0; b < 2; b++) CPB_TRY(fwd_block(ctx, cfg, G, q, cur, B, src, qa[b], kb[b]));
+    }
+    /* the next block must have arrived before the next step reads it */
+    if (more) CPB_TRY(cpb_stream_wait(ctx, COMPUTE, kv_arrived));
+    return CPB_OK;
+}
+
+int cpb_ring_attn_fwd(cpb_ctx *ctx, const cpb_ring_cfg *cfg, cpb_view q, cpb_buf *kv, cpb_view o,
+                      cpb_view lse)
+{
+    CPB_TRY(check_cfg(ctx, cfg, kv, "ring attention forward"));
+    ring_geom G = geom_of(ctx, cfg);
+    int64_t c = cfg->c, hq = cfg->hq, d = cfg->d;
+    cpb_buf *acc = NULL, *part = NULL, *lpart = NULL;
+    fwd_bufs B = {{{NULL}, 0}, {0}, lse, {0}, {0}};
+    CPB_TRY(kv_ring_open(ctx, cfg, &G, kv, &B.kv));
+    CPB_TRY(cpb_alloc(ctx, &acc, 2 * c * hq * d, CPB_FP32, CPB_TAG_ATTN, "ring_o_acc"));
+    if (G.R > 1) {
+        CPB_TRY(cpb_alloc(ctx, &part, c * hq * d, CPB_FP32, CPB_TAG_ATTN, "ring_o_part"));
+        CPB_TRY(cpb_alloc(ctx, &lpart, c * hq, CPB_FP32, CPB_TAG_ATTN, "ring_lse_part"));
+    }
+    B.acc = cpb_heads(acc, 0, 2 * c, hq, d, hq * d, d);
+    if (part) {
+        B.part = cpb_heads(part, 0, c, hq, d, hq * d, d);
+        B.lpart = cpb_lse_view(lpart, c, 0, hq, 0, c);
+    }
+    for (int i = 0; i < G.R; i++) {
+        CPB_TRY(cpb_range_push(ctx, "step%d", i));
+        int rc = fwd_step(ctx, cfg, &G, q, &B, i);
+        CPB_TRY(cpb_range_pop(ctx));
+        CPB_TRY(rc);
+    }
+    /* the merged output in the caller's dtype and layout */
+    CPB_TRY(cpb_copy(ctx, COMPUTE, o, B.acc));
+    CPB_TRY(cpb_free(ctx, COMPUTE, &lpart));
+    CPB_TRY(cpb_free(ctx, COMPUTE, &part));
+    CPB_TRY(cpb_free(ctx, COMPUTE, &acc));
+    return kv_ring_close(ctx, &B.kv);
+}
+
+/* ---------------------------------------------------------------- backward */
+
+typedef struct bwd_bufs {
+    kv_ring kv;
+    cpb_buf *dkv[2];          /* travelling fp32 dK,dV: step i accumulates into dkv[i % 2] */
+    cpb_buf *blk;             /* one step's dK,dV (storage dtype, as the attention kernel
+                                 writes it) before it joins the fp32 travelling sum */
+    cpb_view q, d_o, lse, delta, dq;
+    cpb_event dkv_arrived;    /* the last travelling-sum receive */
+} bwd_bufs;
+
+static int bwd_block(cpb_ctx *ctx, const cpb_ring_cfg *cfg, const ring_geom *G, const bwd_bufs *B, cpb_buf *kv,
+                     int src, int qa, int kb)
+{
+    int64_t c = G->c;
+    cpb_attn_args a = {0};
+    a.q = cpb_view_rows(B->q, qa * c, c);
+    a.k = cpb_view_rows(cpb_ring_k(cfg, kv), kb * c, c);
+    a.v = cpb_view_rows(cpb_ring_v(cfg, kv), kb * c, c);
+    a.d_o = cpb_view_rows(B->d_o, qa * c, c);
+    a.lse = cpb_view_rows(B->lse, qa * c, c);
+    a.delta = cpb_view_rows(B->delta, qa * c, c);
+    a.dq = cpb_view_rows(B->dq, qa * c, c);
+    a.dk = cpb_view_rows(cpb_ring_k(cfg, B->blk), kb * c, c);
+    a.dv = cpb_view_rows(cpb_ring_v(cfg, B->blk), kb * c, c);
+    a.causal = 1;
+    a.q_pos0 = chunk_pos(G, G->rr, qa);
+    a.k_pos0 = chunk_pos(G, src, kb);
+    a.accumulate = 1; /* dq sums over steps; blk sums the step's two blocks */
+    return cpb_attn_bwd(ctx, COMPUTE, &a);
+}
+
+static int bwd_step(cpb_ctx *ctx, const cpb_ring_cfg *cfg, const ring_geom *G, bwd_bufs *B, int i)
+{
+    cpb_buf *cur = kv_of(&B->kv, i), *dcur = B->dkv[i % 2];
+    int64_t n = cpb_ring_kv_elems(cfg);
+    int more = i + 1 < G->R;
+    cpb_event kv_arrived = {-1};
+    if (more) CPB_TRY(rotate(ctx, cfg, G, cur, kv_of(&B->kv, i + 1), n, &kv_arrived));
+    if (i == 0) {
+        /* diagonal: dq and the rank's own dK,dV start here (overwrite) */
+        cpb_attn_args a = {0};
+        a.q = B->q;
+        a.k = cpb_ring_k(cfg, cur);
+        a.v = cpb_ring_v(cfg, cur);
+        a.d_o = B->d_o;
+        a.lse = B->lse;
+        a.delta = B->delta;
+        a.dq = B->dq;
+        a.dk = cpb_ring_k(cfg, dcur);
+        a.dv = cpb_ring_v(cfg, dcur);
+        a.causal = 1;
+        a.accumulate = 0;
+        CPB_TRY(cpb_attn_bwd(ctx, COMPUTE, &a));
+    } else {
+        int src = (G->rr - i + G->R) % G->R, qa[2], kb[2];
+        step_blocks(G, src, qa, kb);
+        /* K and V rows the step touches: the source's first chunk, or both */
+        int64_t rows = src < G->rr ? G->c : 2 * G->c;
+        cpb_view touched_blk = cpb_mat(B->blk, 0, 2, rows * cfg->hk * cfg->d, kv_half(cfg));
+        cpb_view touched_sum = cpb_mat(dcur, 0, 2, rows * cfg->hk * cfg->d, kv_half(cfg));
+        CPB_TRY(cpb_fill(ctx, COMPUTE, touched_blk, 0.0f));
+        for (int b = 0; b < 2; b++) CPB_TRY(bwd_block(ctx, cfg, G, B, cur, src, qa[b], kb[b]));
+        /* the travelling sum for this K,V arrived during the step */
+        CPB_TRY(cpb_stream_wait(ctx, COMPUTE, B->dkv_arrived));
+        CPB_TRY(cpb_axpby(ctx, COMPUTE, 1.0f, touched_blk, 1.0f, touched_sum));
+    }
+    if (G->R > 1) {
+        /* pass the sum on (it reaches its owner after R hops) and receive the next one */
+        CPB_TRY(cpb_stream_join(ctx, cfg->comm_stream, COMPUTE));
+        CPB_TRY(cpb_sendrecv(ctx, cfg->comm_stream, G->g, cpb_span(dcur, 0, n), (G->rr + 1) % G->R,
+                             cpb_span(B->dkv[(i + 1) % 2], 0, n), (G->rr - 1 + G->R) % G->R));
+        CPB_TRY(cpb_event_record(ctx, cfg->comm_stream, &B->dkv_arrived));
+    }
+    /* wait for the next K,V only: the sum just sent travels while the next step computes */
+    if (more) CPB_TRY(cpb_stream_wait(ctx, COMPUTE, kv_arrived));
+    return CPB_OK;
+}
+
+int cpb_ring_attn_bwd(cpb_ctx *ctx, const cpb_ring_cfg *cfg, cpb_view q, cpb_buf *kv, cpb_view o,
+                      cpb_view d_o, cpb_view lse, cpb_view delta, cpb_view dq, cpb_buf *dkv)
+{
+    CPB_TRY(check_cfg(ctx, cfg, kv, "ring attention backward"));
+    ring_geom G = geom_of(ctx, cfg);
+    int64_t n = cpb_ring_kv_elems(cfg), s = 2 * cfg->c;
+    if (!dkv || dkv->nelem != n || dkv->dtype != CPB_FP32)
+        return cpb_fail(ctx, CPB_ERR_INVALID, "ring attention backward: dK,dV must be an fp32 buffer of %lld elements",
+                        (long long)n);
+    cpb_buf *dextra = NULL, *blk = NULL, *dbuf = NULL;
+    kv_ring K;
+    CPB_TRY(kv_ring_open(ctx, cfg, &G, kv, &K));
+    if (G.R > 1) {
+        CPB_TRY(cpb_alloc(ctx, &dextra, n, CPB_FP32, CPB_TAG_KV_RING, "ring_dkv_next"));
+        CPB_TRY(cpb_alloc(ctx, &blk, n, cfg->dtype, CPB_TAG_GRAD_ACT, "ring_dkv_step"));
+    }
+    if (!delta.buf) {
+        /* attention backward needs o only through delta = rowsum(dO * o): once, here */
+        CPB_TRY(cpb_alloc(ctx, &dbuf, s * cfg->hq, CPB_FP32, CPB_TAG_GRAD_ACT, "ring_delta"));
+        delta = cpb_lse_view(dbuf, s, 0, cfg->hq, 0, s);
+        CPB_TRY(cpb_attn_delta(ctx, COMPUTE, o, d_o, delta));
+    }
+    /* R sends of the travelling sum (none alone): start in the buffer that makes the
+     * last receive land in the caller's dkv */
+    int nsend = G.R > 1 ? G.R : 0;
+    bwd_bufs B = {K, {dkv, dextra}, blk, q, d_o, lse, delta, dq, {-1}};
+    if (nsend % 2) {
+        B.dkv[0] = dextra;
+        B.dkv[1] = dkv;
+    }
+    for (int i = 0; i < G.R; i++) {
+        CPB_TRY(cpb_range_push(ctx, "step%d", i));
+        int rc = bwd_step(ctx, cfg, &G, &B, i);
+        CPB_TRY(cpb_range_pop(ctx));
+        CPB_TRY(rc);
+    }
+    /* our own dK,dV come back with the last receive */
+    if (G.R > 1) CPB_TRY(cpb_stream_wait(ctx, COMPUTE, B.dkv_arrived));
+    CPB_TRY(cpb_free(ctx, COMPUTE, &dbuf));
+    CPB_TRY(cpb_free(ctx, COMPUTE, &blk));
+    CPB_TRY(cpb_free(ctx, COMPUTE, &dextra));
+    return kv_ring_close(ctx, &B.kv);
+}

@@ -1,0 +1,96 @@
+/* fpdt_method.c — FPDT's method entry: which shapes it accepts, its chunk geometry and its
+ * interleaved token layout.  The schedule itself is in fpdt_fwd.c and fpdt_bwd*.c. */
+#include <stdio.h>
+
+#include "fpdt.h"
+
+#define REFUSE(...)                                                                        \
+    do {                                                                                   \
+        if (why && why_len) snprintf(why, why_len, __VA_ARGS__);                           \
+        return CPB_ERR_INVALID;                                                            \
+    } while (0)
+
+int fpdt_dims_init(const cpb_problem *p, int rank, fpdt_dims *m, char *why, size_t why_len)
+{
+    const int C = p->C;
+    if (C <= 0) REFUSE("fpdt: world size %d must be positive", C);
+    if (p->S <= 0 || p->D <= 0 || p->H <= 0 || p->G <= 0 || p->d <= 0)
+        REFUSE("fpdt: S, D, H, G and d must be positive (S %lld, D %lld, H %d, G %d, d %d)", (long long)p->S,
+               (long long)p->D, p->H, p->G, p->d);
+    if (p->H % p->G) REFUSE("fpdt: %d query heads are not a multiple of %d kv heads (H %% G != 0)", p->H, p->G);
+    if (p->d % 2) REFUSE("fpdt: head dim %d must be even (RoPE rotates pairs)", p->d);
+    if (p->seq_chunk < 0) REFUSE("fpdt: --seq-chunk %lld must be positive", (long long)p->seq_chunk);
+    /* DeepSpeed's convention: the chunk is global, default 64K tokens or the whole sequence */
+    int64_t chunk = p->seq_chunk > 0 ? p->seq_chunk : (p->S < FPDT_DEFAULT_CHUNK ? p->S : FPDT_DEFAULT_CHUNK);
+    if (p->S % chunk)
+        REFUSE("fpdt: sequence %lld is not a multiple of the chunk %lld global tokens (--seq-chunk%s); "
+               "choose S as a multiple of the chunk",
+               (long long)p->S, (long long)chunk, p->seq_chunk ? "" : ", default 65536");
+    if (chunk % C)
+        REFUSE("fpdt: chunk %lld global tokens is not divisible by the %d ranks (--seq-chunk must be a "
+               "multiple of C)", (long long)chunk, C);
+    if (p->H % C)
+        REFUSE("fpdt: %d query heads are not divisible by the %d ranks (Ulysses needs H %% C == 0)", p->H, C);
+    if (p->G % C && C % p->G)
+        REFUSE("fpdt: %d kv heads and %d ranks: Ulysses needs G %% C == 0 or C %% G == 0 (kv heads are "
+               "replicated when G < C)", p->G, C);
+    int64_t u = p->S / chunk;
+    if (C > 1 && u > CPB_MAX_SEGS)
+        REFUSE("fpdt: %lld chunks exceed the %d token segments a layout can hold; use a larger --seq-chunk",
+               (long long)u, CPB_MAX_SEGS);
+    if (rank < 0 || rank >= C) REFUSE("fpdt: rank %d outside the world of %d", rank, C);
+
+    m->C = C;
+    m->rank = rank;
+    m->S = p->S;
+    m->D = p->D;
+    m->H = p->H;
+    m->G = p->G;
+    m->d = p->d;
+    m->chunk = chunk;
+    m->u = u;
+    m->c = chunk / C;
+    m->hq = p->H / C;
+    if (p->G >= C) {
+        m->hk = p->G / C;
+        m->rep = 1;
+    } else {
+        m->hk = 1;
+        m->rep = C / p->G;
+    }
+    m->nb = C / m->rep;
+    m->nq = chunk * m->hq * p->d;
+    m->nkv = chunk * m->hk * p->d;
+    m->nlse = (int64_t)m->hq * chunk;
+    m->E = p->dtype;
+    m->base = p->rope_base;
+    return CPB_OK;
+}
+
+static int fpdt_check(const cpb_problem *p, char *why, size_t why_len)
+{
+    fpdt_dims m;
+    return fpdt_dims_init(p, 0, &m, why, why_len);
+}
+
+/* rank r's local chunk i is global [i*chunk + r*c, i*chunk + (r+1)*c): u segments */
+static int fpdt_token_layout(const cpb_problem *p, int rank, cpb_segs *out)
+{
+    fpdt_dims m;
+    cpb_segs_clear(out);
+    CPB_TRY(fpdt_dims_init(p, rank, &m, NULL, 0));
+    for (int64_t i = 0; i < m.u; i++)
+        if (cpb_segs_add(out, i * m.chunk + (int64_t)rank * m.c, m.c) < 0) return CPB_ERR_INVALID;
+    return CPB_OK;
+}
+
+const cpb_method cpb_method_fpdt = {
+    .name = "fpdt",
+    .summary = "FPDT (DeepSpeed): Ulysses per sequence chunk, finished chunks offloaded to pinned host, "
+               "double-buffered KV fetches",
+    .check = fpdt_check,
+    .token_layout = fpdt_token_layout,
+    .weight_shard = NULL,
+    .forward = fpdt_forward,
+    .backward = fpdt_backward,
+};

@@ -1,0 +1,13 @@
+/* hupipe.c — the hybrid UPipe method struct (plan in hupipe_plan.c, phases in
+ * hupipe_fwd.c and hupipe_bwd.c). */
+#include "hupipe/hupipe.h"
+
+const cpb_method cpb_method_hupipe = {
+    .name = "hupipe",
+    .summary = "hybrid UPipe: UPipe head stages inside a node (--ulysses-degree) x zigzag ring across nodes",
+    .check = hupipe_check,
+    .token_layout = cpb_grid_layout,
+    .weight_shard = NULL,
+    .forward = hupipe_forward,
+    .backward = hupipe_backward,
+};

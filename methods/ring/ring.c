@@ -1,0 +1,155 @@
+/* ring.c — Ring Attention with zigzag load balance (DESIGN.md section 4, "ring").
+ *
+ * Weights are replicated; rank r holds zigzag chunks r and 2C-1-r of the sequence.
+ * Forward: q, K, V for the local tokens (RoPE at their global positions), the ring loop of
+ * methods/common/ring_attn (K,V rotate while the current block is computed, partial
+ * outputs merged by lse in fp32), y = o Wo.  Saves q, K, V (packed), o and lse.
+ * Backward: dO = dy Wo^T, the ring loop again with fp32 dK,dV travelling back to their
+ * owner, RoPE backward, dx and the dW partials of this rank's tokens.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "common/ring_attn.h"
+#include "cpb_method.h"
+
+#define COMPUTE CPB_STREAM_COMPUTE
+
+typedef struct ring_state {
+    cpb_buf *q, *kv; /* after RoPE: q [s][H][d], packed K,V [2][s][G][d] */
+    cpb_buf *o;      /* attention output [s][H*d], storage dtype */
+    cpb_buf *lse;    /* fp32 [H][s] */
+} ring_state;
+
+static int ring_check(const cpb_problem *p, char *why, size_t why_len)
+{
+    if (p->C <= 0 || p->S % (2 * (int64_t)p->C)) {
+        snprintf(why, why_len, "ring (zigzag) needs the sequence (S = %lld) to be a multiple of 2C = %d",
+                 (long long)p->S, 2 * p->C);
+        return CPB_ERR_INVALID;
+    }
+    return CPB_OK;
+}
+
+/* kv_scratch: forward keeps the rank's K,V for backward; backward may rotate through it */
+static int ring_setup(cpb_ctx *ctx, const cpb_layer *L, int kv_scratch, cpb_ring_cfg *cfg)
+{
+    const cpb_problem *p = &L->p;
+    cfg->g = NULL;
+    CPB_TRY(cpb_stream(ctx, "comm", &cfg->comm_stream));
+    cfg->c = p->S / (2 * (int64_t)p->C);
+    cfg->hq = p->H;
+    cfg->hk = p->G;
+    cfg->d = p->d;
+    cfg->dtype = p->dtype;
+    cfg->kv_scratch = kv_scratch;
+    if (L->s != 2 * cfg->c)
+        return cpb_fail(ctx, CPB_ERR_INVALID, "ring: %lld local tokens, expected 2 chunks of %lld",
+                        (long long)L->s, (long long)cfg->c);
+    return CPB_OK;
+}
+
+static cpb_view q_heads(const cpb_layer *L, cpb_buf *b)
+{
+    int64_t hd = (int64_t)L->p.H * L->p.d;
+    return cpb_heads(b, 0, L->s, L->p.H, L->p.d, hd, L->p.d);
+}
+
+static int forward_body(cpb_ctx *ctx, cpb_layer *L, ring_state *st)
+{
+    const cpb_problem *p = &L->p;
+    cpb_ring_cfg cfg;
+    CPB_TRY(ring_setup(ctx, L, 0, &cfg));
+    int64_t s = L->s, D = p->D, hqd = (int64_t)p->H * p->d, hkd = (int64_t)p->G * p->d;
+    CPB_TRY(cpb_alloc(ctx, &st->q, s * hqd, p->dtype, CPB_TAG_QKV, "q"));
+    CPB_TRY(cpb_alloc(ctx, &st->kv, cpb_ring_kv_elems(&cfg), p->dtype, CPB_TAG_QKV, "kv"));
+    CPB_TRY(cpb_ring_project(ctx, &cfg, cpb_mat(L->x, 0, s, D, D), cpb_mat(L->wq, 0, D, hqd, hqd),
+                             cpb_mat(L->wk, 0, D, hkd, hkd), cpb_mat(L->wv, 0, D, hkd, hkd), &L->tokens,
+                             p->rope_base, q_heads(L, st->q), st->kv));
+    CPB_TRY(cpb_alloc(ctx, &st->o, s * hqd, p->dtype, CPB_TAG_ATTN, "o"));
+    CPB_TRY(cpb_alloc(ctx, &st->lse, s * p->H, CPB_FP32, CPB_TAG_ATTN, "lse"));
+    CPB_TRY(cpb_ring_attn_fwd(ctx, &cfg, q_heads(L, st->q), st->kv, q_heads(L, st->o),
+                              cpb_lse_view(st->lse, s, 0, p->H, 0, s)));
+    return cpb_gemm(ctx, COMPUTE, 0, 0, 1.0f, cpb_mat(st->o, 0, s, hqd, hqd), cpb_mat(L->wo, 0, hqd, D, D),
+                    0.0f, cpb_mat(L->y, 0, s, D, D));
+}
+
+static int backward_body(cpb_ctx *ctx, cpb_layer *L, ring_state *st)
+{
+    const cpb_problem *p = &L->p;
+    cpb_ring_cfg cfg;
+    CPB_TRY(ring_setup(ctx, L, 1, &cfg));
+    int64_t s = L->s, D = p->D, hqd = (int64_t)p->H * p->d, hkd = (int64_t)p->G * p->d;
+    cpb_view dy = cpb_mat(L->dy, 0, s, D, D);
+
+    /* dO = dy Wo^T and dWo = o^T dy */
+    cpb_buf *d_o = NULL, *dq = NULL, *dkv = NULL;
+    CPB_TRY(cpb_alloc(ctx, &d_o, s * hqd, p->dtype, CPB_TAG_GRAD_ACT, "dO"));
+    CPB_TRY(cpb_gemm(ctx, COMPUTE, 0, 1, 1.0f, dy, cpb_mat(L->wo, 0, hqd, D, D), 0.0f, cpb_mat(d_o, 0, s, hqd, hqd)));
+    CPB_TRY(cpb_gemm(ctx, COMPUTE, 1, 0, 1.0f, cpb_mat(st->o, 0, s, hqd, hqd), dy, 0.0f, cpb_mat(L->dwo, 0, hqd, D, D)));
+
+    /* the ring backward: fp32 dq here, fp32 dK,dV back from their trip around the ring */
+    CPB_TRY(cpb_alloc(ctx, &dq, s * hqd, CPB_FP32, CPB_TAG_GRAD_ACT, "dq"));
+    CPB_TRY(cpb_alloc(ctx, &dkv, cpb_ring_kv_elems(&cfg), CPB_FP32, CPB_TAG_GRAD_ACT, "dkv"));
+    cpb_view no_delta = {0};
+    CPB_TRY(cpb_ring_attn_bwd(ctx, &cfg, q_heads(L, st->q), st->kv, q_heads(L, st->o), q_heads(L, d_o),
+                              cpb_lse_view(st->lse, s, 0, p->H, 0, s), no_delta, q_heads(L, dq), dkv));
+    CPB_TRY(cpb_free(ctx, COMPUTE, &d_o));
+    CPB_TRY(cpb_free(ctx, COMPUTE, &st->lse));
+    CPB_TRY(cpb_free(ctx, COMPUTE, &st->o));
+
+    /* RoPE backward in fp32, then the gradients in the storage dtype for the GEMMs with
+     * the weights; q and K,V are dead, so their buffers take them */
+    CPB_TRY(cpb_rope(ctx, COMPUTE, q_heads(L, dq), &L->tokens, p->rope_base, 1));
+    CPB_TRY(cpb_rope(ctx, COMPUTE, cpb_ring_k(&cfg, dkv), &L->tokens, p->rope_base, 1));
+    CPB_TRY(cpb_copy(ctx, COMPUTE, cpb_whole(st->q), cpb_whole(dq)));
+    CPB_TRY(cpb_copy(ctx, COMPUTE, cpb_whole(st->kv), cpb_whole(dkv)));
+    CPB_TRY(cpb_free(ctx, COMPUTE, &dkv));
+    CPB_TRY(cpb_free(ctx, COMPUTE, &dq));
+    cpb_view dqm = cpb_mat(st->q, 0, s, hqd, hqd);
+    cpb_view dkm = cpb_mat(st->kv, 0, s, hkd, hkd), dvm = cpb_mat(st->kv, s * hkd, s, hkd, hkd);
+
+    /* dx = dq Wq^T + dk Wk^T + dv Wv^T; dW = x^T d(q, k, v) */
+    cpb_view x = cpb_mat(L->x, 0, s, D, D), dx = cpb_mat(L->dx, 0, s, D, D);
+    CPB_TRY(cpb_gemm(ctx, COMPUTE, 0, 1, 1.0f, dqm, cpb_mat(L->wq, 0, D, hqd, hqd), 0.0f, dx));
+    CPB_TRY(cpb_gemm(ctx, COMPUTE, 0, 1, 1.0f, dkm, cpb_mat(L->wk, 0, D, hkd, hkd), 1.0f, dx));
+    CPB_TRY(cpb_gemm(ctx, COMPUTE, 0, 1, 1.0f, dvm, cpb_mat(L->wv, 0, D, hkd, hkd), 1.0f, dx));
+    CPB_TRY(cpb_gemm(ctx, COMPUTE, 1, 0, 1.0f, x, dqm, 0.0f, cpb_mat(L->dwq, 0, D, hqd, hqd)));
+    CPB_TRY(cpb_gemm(ctx, COMPUTE, 1, 0, 1.0f, x, dkm, 0.0f, cpb_mat(L->dwk, 0, D, hkd, hkd)));
+    CPB_TRY(cpb_gemm(ctx, COMPUTE, 1, 0, 1.0f, x, dvm, 0.0f, cpb_mat(L->dwv, 0, D, hkd, hkd)));
+    CPB_TRY(cpb_free(ctx, COMPUTE, &st->kv));
+    return cpb_free(ctx, COMPUTE, &st->q);
+}
+
+static int ring_forward(cpb_ctx *ctx, cpb_layer *L, void **state)
+{
+    ring_state *st = calloc(1, sizeof *st);
+    if (!st) return cpb_fail(ctx, CPB_ERR_NOMEM_HOST, "ring: out of host memory for the state");
+    *state = st;
+    CPB_TRY(cpb_range_push(ctx, "ring"));
+    CPB_TRY(cpb_range_push(ctx, "fwd"));
+    int rc = forward_body(ctx, L, st);
+    cpb_range_pop(ctx);
+    cpb_range_pop(ctx);
+    return rc;
+}
+
+static int ring_backward(cpb_ctx *ctx, cpb_layer *L, void *state)
+{
+    CPB_TRY(cpb_range_push(ctx, "ring"));
+    CPB_TRY(cpb_range_push(ctx, "bwd"));
+    int rc = backward_body(ctx, L, state);
+    cpb_range_pop(ctx);
+    cpb_range_pop(ctx);
+    return rc;
+}
+
+const cpb_method cpb_method_ring = {
+    .name = "ring",
+    .summary = "Ring Attention, zigzag: K,V rotate around the ring, partials merged by lse",
+    .check = ring_check,
+    .token_layout = cpb_layout_zigzag,
+    .weight_shard = NULL,
+    .forward = ring_forward,
+    .backward = ring_backward,
+};

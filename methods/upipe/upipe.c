@@ -1,0 +1,13 @@
+/* upipe.c — the UPipe method struct (schedule in upipe_plan.c, phases in upipe_fwd.c and
+ * upipe_bwd.c). */
+#include "upipe/upipe.h"
+
+const cpb_method cpb_method_upipe = {
+    .name = "upipe",
+    .summary = "UPipe (Untied Ulysses): Ulysses in head stages of U heads reusing one set of a2a buffers",
+    .check = upipe_check,
+    .token_layout = cpb_layout_contiguous,
+    .weight_shard = NULL,
+    .forward = upipe_forward,
+    .backward = upipe_backward,
+};

@@ -1,0 +1,131 @@
+/* upipe_bwd.c — UPipe backward, stage by stage: dO of the stage's heads only (dy times
+ * the stage's rows of Wo), delta = rowsum(dO * o) computed before the exchange so o never
+ * travels, q recomputed (k, v at a kv change), attention backward with dk, dv accumulated
+ * over the stages sharing them, dq exchanged back into dx and the stage's columns of dWq;
+ * dk, dv go back when the next stage moves to new kv heads. */
+#include "upipe/upipe.h"
+
+#define ST CPB_STREAM_COMPUTE
+
+/* The stage buffers, reused by every stage, with no separate send buffers: a buffer that
+ * is dead at that point of the stage carries each packed send or receive.
+ *   q send, dO send: dqh (the attention writes it only later);  dq receive: doh (dead
+ *   after the attention).  k, v send: dkh at a kv change (flushed by then);  dk, dv
+ *   receive: kh, vh at the flush (dead after the group's last attention).
+ * The stage's heads are strided columns of the weights: the projections and their
+ * gradients address them in place with batched GEMMs (cpb_a2a_*), no gather buffer. */
+typedef struct bwd_bufs {
+    cpb_buf *qh, *doh, *dqh;      /* [S][m][d] */
+    cpb_buf *dls, *dlh;           /* delta, packed [C][s][m] and received [S][m] (fp32) */
+    cpb_buf *kh, *vh, *dkh, *dvh; /* [S][nk][d] */
+    cpb_buf *dx32;                /* dx accumulator (cpb_uly_dx_begin) */
+} bwd_bufs;
+
+static int exchange(cpb_ctx *ctx, const cpb_a2a_map *m, int64_t s, int d, cpb_buf *send, cpb_buf *recv)
+{
+    CPB_TRY(cpb_range_push(ctx, "a2a"));
+    return cpb_a2a_range_end(ctx, cpb_a2a_exchange(ctx, ST, m, s, d, send, recv));
+}
+
+static int recompute(cpb_ctx *ctx, const upipe_plan *pl, const char *what, const cpb_a2a_map *m, cpb_buf *w,
+                     int w_heads, int rope, cpb_buf *send, cpb_buf *head)
+{
+    cpb_a2a_seq sq = pl->u.seq;
+    if (!rope) sq.rope_base = 0;
+    CPB_TRY(cpb_range_push(ctx, "%s", what));
+    CPB_TRY(cpb_a2a_project(ctx, ST, m, &sq, w, w_heads, send));
+    CPB_TRY(exchange(ctx, m, pl->u.s, pl->u.d, send, head));
+    return cpb_range_pop(ctx);
+}
+
+static int give_back(cpb_ctx *ctx, const upipe_plan *pl, const char *what, const cpb_a2a_map *m, cpb_buf *grad,
+                     cpb_buf *recv, cpb_buf *w, int w_heads, int rope, cpb_buf *dw, cpb_buf *dx32)
+{
+    cpb_a2a_seq sq = pl->u.seq;
+    if (!rope) sq.rope_base = 0;
+    CPB_TRY(cpb_range_push(ctx, "%s", what));
+    CPB_TRY(exchange(ctx, m, pl->u.s, pl->u.d, grad, recv));
+    CPB_TRY(cpb_a2a_grad_project_inplace(ctx, ST, m, &sq, recv, w, w_heads, dw, dx32));
+    return cpb_range_pop(ctx);
+}
+
+static int stage(cpb_ctx *ctx, cpb_layer *L, const upipe_plan *pl, int t, bwd_bufs *b, const upipe_state *s)
+{
+    const cpb_uly_shape *u = &pl->u;
+    cpb_a2a_map qm, kvm;
+    upipe_stage_maps(pl, t, &qm, &kvm);
+    int first_of_kv = upipe_kv_changes(pl, t);
+    int last_of_kv = t == pl->nstage - 1 || upipe_kv_changes(pl, t + 1);
+
+    CPB_TRY(recompute(ctx, pl, "q", &qm, L->wq, u->H, 1, b->dqh, b->qh));
+    if (first_of_kv) {
+        CPB_TRY(recompute(ctx, pl, "k", &kvm, L->wk, u->G, 1, b->dkh, b->kh));
+        CPB_TRY(recompute(ctx, pl, "v", &kvm, L->wv, u->G, 0, b->dkh, b->vh));
+    }
+
+    /* dO for the stage's heads and delta = rowsum(dO * o), both sent seq->head */
+    CPB_TRY(cpb_range_push(ctx, "do"));
+    CPB_TRY(cpb_a2a_out_grad(ctx, ST, &qm, &u->seq, L->dy, L->wo, b->dqh));
+    CPB_TRY(cpb_a2a_delta(ctx, ST, &qm, &u->seq, s->oseq, u->H, b->dqh, b->dls));
+    CPB_TRY(exchange(ctx, &qm, u->s, u->d, b->dqh, b->doh));
+    CPB_TRY(exchange(ctx, &qm, u->s, 1, b->dls, b->dlh));
+    CPB_TRY(cpb_a2a_grad_wo(ctx, ST, &qm, &u->seq, s->oseq, u->H, L->dy, L->dwo));
+    CPB_TRY(cpb_range_pop(ctx));
+
+    CPB_TRY(cpb_range_push(ctx, "attn"));
+    cpb_attn_args a = {0};
+    a.q = cpb_a2a_head_view(b->qh, u->S, pl->m, u->d);
+    a.k = cpb_a2a_head_view(b->kh, u->S, pl->nk, u->d);
+    a.v = cpb_a2a_head_view(b->vh, u->S, pl->nk, u->d);
+    a.lse = cpb_lse_view(s->lse, u->S, (int64_t)t * pl->m, pl->m, 0, u->S);
+    a.causal = 1;
+    a.d_o = cpb_a2a_head_view(b->doh, u->S, pl->m, u->d);
+    a.delta = cpb_a2a_delta_view(b->dlh, u->S, pl->m);
+    a.dq = cpb_a2a_head_view(b->dqh, u->S, pl->m, u->d);
+    a.dk = cpb_a2a_head_view(b->dkh, u->S, pl->nk, u->d);
+    a.dv = cpb_a2a_head_view(b->dvh, u->S, pl->nk, u->d);
+    /* dk, dv add up over the stages of one kv group; dq is the stage's own */
+    a.accumulate = !first_of_kv;
+    if (a.accumulate) CPB_TRY(cpb_fill(ctx, ST, cpb_whole(b->dqh), 0.0f));
+    CPB_TRY(cpb_attn_bwd(ctx, ST, &a));
+    CPB_TRY(cpb_range_pop(ctx));
+
+    CPB_TRY(give_back(ctx, pl, "dq", &qm, b->dqh, b->doh, L->wq, u->H, 1, L->dwq, b->dx32));
+    if (last_of_kv) {
+        CPB_TRY(give_back(ctx, pl, "dk", &kvm, b->dkh, b->kh, L->wk, u->G, 1, L->dwk, b->dx32));
+        CPB_TRY(give_back(ctx, pl, "dv", &kvm, b->dvh, b->vh, L->wv, u->G, 0, L->dwv, b->dx32));
+    }
+    return CPB_OK;
+}
+
+int upipe_backward(cpb_ctx *ctx, cpb_layer *L, void *state)
+{
+    upipe_state *s = state;
+    upipe_plan pl;
+    CPB_TRY(upipe_plan_of(L, &pl));
+    const cpb_uly_shape *u = &pl.u;
+    cpb_dtype dt = L->p.dtype;
+    CPB_TRY(cpb_range_push(ctx, "upipe/bwd"));
+    CPB_TRY(cpb_uly_zero_dw(ctx, L));
+    bwd_bufs b = {0};
+    CPB_TRY(cpb_uly_dx_begin(ctx, L, &b.dx32));
+    int64_t nq = u->S * pl.m * u->d, nkv = u->S * pl.nk * u->d;
+    CPB_TRY(cpb_alloc(ctx, &b.qh, nq, dt, CPB_TAG_A2A, "q_head"));
+    CPB_TRY(cpb_alloc(ctx, &b.doh, nq, dt, CPB_TAG_GRAD_ACT, "do_head"));
+    CPB_TRY(cpb_alloc(ctx, &b.dqh, nq, dt, CPB_TAG_GRAD_ACT, "dq_head"));
+    CPB_TRY(cpb_alloc(ctx, &b.dls, u->S * pl.m, CPB_FP32, CPB_TAG_GRAD_ACT, "delta_send"));
+    CPB_TRY(cpb_alloc(ctx, &b.dlh, u->S * pl.m, CPB_FP32, CPB_TAG_GRAD_ACT, "delta_head"));
+    CPB_TRY(cpb_alloc(ctx, &b.kh, nkv, dt, CPB_TAG_A2A, "k_head"));
+    CPB_TRY(cpb_alloc(ctx, &b.vh, nkv, dt, CPB_TAG_A2A, "v_head"));
+    CPB_TRY(cpb_alloc(ctx, &b.dkh, nkv, dt, CPB_TAG_GRAD_ACT, "dk_head"));
+    CPB_TRY(cpb_alloc(ctx, &b.dvh, nkv, dt, CPB_TAG_GRAD_ACT, "dv_head"));
+    for (int t = 0; t < pl.nstage; t++) {
+        CPB_TRY(cpb_range_push(ctx, "stage%d", t));
+        CPB_TRY(cpb_a2a_range_end(ctx, stage(ctx, L, &pl, t, &b, s)));
+    }
+    cpb_buf **all[] = {&b.qh, &b.doh, &b.dqh, &b.dls, &b.dlh, &b.kh, &b.vh, &b.dkh, &b.dvh,
+                       &s->oseq, &s->lse};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) CPB_TRY(cpb_free(ctx, ST, all[i]));
+    CPB_TRY(cpb_uly_dx_end(ctx, L, &b.dx32));
+    return cpb_range_pop(ctx);
+}

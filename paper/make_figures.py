@@ -1,0 +1,469 @@
+#!/usr/bin/env python3
+"""Figures and tables of the paper from cpbench results files (HDF5, results/README.md).
+
+    python3 paper/make_figures.py results/*.h5 --out paper/out [--length 1M]
+
+For every group of rows sharing (model, backend, gpu, world size, scope) it writes, as PNG
+and PDF:
+  <group>_peak_memory      peak device memory vs context length, one line per method
+  <group>_throughput       tokens/s per GPU vs context length (model scope: with the
+                           published numbers of arXiv 2602.21196 beside ours)
+  <group>_max_context      the longest context that fit, per method (bar)
+  <group>_memory_breakdown device memory by allocation tag at the peak, at one length
+and tables.md / tables.tex: our tokens/s per GPU beside the published ones
+(paper/published.csv), peak memory per method and length, and the maximum context.
+
+Every figure and table says which backend produced its numbers: `sim` rows are predictions
+of the simulator (exact tracked memory, modelled time), `cpu` and `cuda` rows measurements.
+"""
+import argparse
+import csv
+import os
+import sys
+from collections import defaultdict
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display: files only
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+try:
+    import h5py
+except ImportError:  # pragma: no cover - set-up problem, reported clearly
+    sys.exit("make_figures.py: h5py is missing; run scripts/setup.sh (installs python3-h5py)")
+
+GIB = float(1 << 30)
+HERE = os.path.dirname(os.path.abspath(__file__))
+METHOD_ORDER = ["ulysses", "ring", "upipe", "fpdt", "offload", "metp", "tp", "usp", "native"]
+BACKEND_WORDS = {
+    "sim": "simulator prediction (not a measurement)",
+    "cuda": "measured on GPUs",
+    "cpu": "measured on CPUs (correctness scale)",
+}
+
+
+def text(v):
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def size_label(n):
+    """131072 -> 128K, 3145728 -> 3M, 3407872 -> 3.25M"""
+    n = int(n)
+    for div, suf in ((1 << 20, "M"), (1 << 10, "K")):
+        if n >= div:
+            v = n / div
+            return ("%d%s" % (v, suf)) if v == int(v) else ("%.3g%s" % (v, suf))
+    return str(n)
+
+
+def parse_size(s):
+    s = s.strip()
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(s[-1:].upper(), 1)
+    return int(float(s[:-1] if mult > 1 else s) * mult)
+
+
+def method_key(m):
+    return (METHOD_ORDER.index(m) if m in METHOD_ORDER else len(METHOD_ORDER), m)
+
+
+# ---------------------------------------------------------------- reading
+
+
+def read_runs(paths):
+    """All rows of all files as dicts (str columns decoded); later files win on duplicates."""
+    rows, tags = [], None
+    for path in paths:
+        with h5py.File(path, "r") as f:
+            if text(f.attrs.get("cpbench_schema", b"")) != "cpbench-results" or "runs" not in f:
+                sys.exit("make_figures.py: %s is not a cpbench results file (no cpbench_schema "
+                         "attribute or no /runs table)" % path)
+            runs = f["runs"][:]
+            if "at_peak_tags" in f["runs"].attrs:
+                tags = text(f["runs"].attrs["at_peak_tags"]).split(",")
+            for r in runs:
+                d = {}
+                for name in runs.dtype.names:
+                    v = r[name]
+                    d[name] = text(v) if isinstance(v, bytes) else v
+                d["file"] = path
+                rows.append(d)
+    return rows, tags
+
+
+def point_key(r):
+    return (r["method"], r["model"], r["backend"], r["gpu"], r["scope"], int(r["world_size"]),
+            int(r["seq_len"]), int(r.get("head_chunk", 0)), int(r.get("seq_chunk", 0)))
+
+
+def latest(rows):
+    """One row per trial point: the last one written (a rerun supersedes)."""
+    last = {}
+    for r in rows:
+        last[point_key(r)] = r
+    return list(last.values())
+
+
+def groups_of(rows):
+    """rows by (model, backend, gpu, world size, scope, device capacity in GiB); rows without a
+    capacity (skipped, error) join every group of their kind"""
+    g = defaultdict(list)
+    loose = []
+    for r in rows:
+        base = (r["model"], r["backend"], r["gpu"], int(r["world_size"]), r["scope"])
+        if r["capacity_bytes"] > 0:
+            g[base + (round(r["capacity_bytes"] / GIB, 1),)].append(r)
+        else:
+            loose.append((base, r))
+    for base, r in loose:
+        keys = [k for k in g if k[:5] == base] or [base + (0.0,)]
+        for k in keys:
+            g[k].append(r)
+    return g
+
+
+def group_name(key):
+    model, backend, gpu, C, scope, cap = key
+    return "%s_%s_%s_C%d_%s_%gG" % (model, backend, gpu.replace(" ", "-"), C, scope, cap)
+
+
+def group_title(key):
+    model, backend, gpu, C, scope, cap = key
+    return "%s, %d x %s (%g GiB usable), %s scope — %s: %s" % (
+        model, C, gpu, cap, scope, backend, BACKEND_WORDS.get(backend, backend))
+
+
+def by_method(rows):
+    m = defaultdict(list)
+    for r in rows:
+        m[r["method"]].append(r)
+    for v in m.values():
+        v.sort(key=lambda r: int(r["seq_len"]))
+    return dict(sorted(m.items(), key=lambda kv: method_key(kv[0])))
+
+
+def read_published(path):
+    pub = []
+    if not path or not os.path.exists(path):
+        return pub
+    with open(path) as f:
+        lines = [l for l in f if not l.startswith("#")]
+    for r in csv.DictReader(lines):
+        pub.append(r)
+    return pub
+
+
+# ---------------------------------------------------------------- figures
+
+
+def save(fig, out, name):
+    paths = []
+    for ext in ("png", "pdf"):
+        p = os.path.join(out, "%s.%s" % (name, ext))
+        fig.savefig(p, dpi=130, bbox_inches="tight")
+        paths.append(p)
+    plt.close(fig)
+    return paths
+
+
+def log2_axis(ax, lengths):
+    ax.set_xscale("log", base=2)
+    ticks = sorted(set(lengths))
+    if len(ticks) > 12:  # keep the powers of two and the paper's 3M, 5M
+        ticks = [t for t in ticks if (t & (t - 1)) == 0 or t in (3 << 20, 5 << 20)]
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([size_label(t) for t in ticks], rotation=45)
+    ax.set_xlabel("context length (tokens)")
+    ax.grid(True, which="major", alpha=0.3)
+
+
+def fig_peak_memory(key, rows, out):
+    ms = by_method(rows)
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    lengths, caps = [], set()
+    for m, rs in ms.items():
+        ok = [r for r in rs if r["status"] == "ok"]
+        oom = [r for r in rs if r["status"] == "oom"]
+        if not ok and not oom:
+            continue
+        x = [int(r["seq_len"]) for r in ok]
+        lengths += x + [int(r["seq_len"]) for r in oom]
+        line, = ax.plot(x, [r["reserved_bytes"] / GIB for r in ok], marker="o", ms=3, label=m)
+        if oom:  # the first length that did not fit
+            first = oom[0]
+            ax.plot([int(first["seq_len"])], [first["capacity_bytes"] / GIB or first["peak_bytes"] / GIB],
+                    marker="x", ms=8, color=line.get_color(), linestyle="none")
+        caps.update(int(r["capacity_bytes"]) for r in rs if r["capacity_bytes"] > 0)
+    if not lengths:
+        plt.close(fig)
+        return []
+    for c in caps:
+        ax.axhline(c / GIB, color="gray", linestyle="--", linewidth=1)
+        ax.text(min(lengths), c / GIB, " capacity %.1f GiB" % (c / GIB), va="bottom", fontsize=8,
+                color="gray")
+    log2_axis(ax, lengths)
+    ax.set_ylabel("peak device memory (GiB, reserved)")
+    ax.set_title("Peak memory per GPU (x: first OOM)\n" + group_title(key), fontsize=9)
+    ax.legend(fontsize=8)
+    return save(fig, out, group_name(key) + "_peak_memory")
+
+
+def fig_throughput(key, rows, pub, out):
+    ms = by_method(rows)
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    lengths = []
+    colors = {}
+    for m, rs in ms.items():
+        ok = [r for r in rs if r["status"] == "ok" and r["step_s"] > 0]
+        if not ok:
+            continue
+        x = [int(r["seq_len"]) for r in ok]
+        lengths += x
+        line, = ax.plot(x, [r["tokens_per_s_per_gpu"] for r in ok], marker="o", ms=3,
+                        label="%s (%s)" % (m, key[1]))
+        colors[m] = line.get_color()
+    model, backend, gpu, C, scope, cap = key
+    shown_pub = False
+    if scope == "model":  # the paper's numbers are whole-model steps: comparable to this scope
+        for m in sorted({p["method"] for p in pub}, key=method_key):
+            ps = [p for p in pub if p["method"] == m and p["model"] == model and p["status"] == "ok"
+                  and p["metric"] == "tokens_per_s_per_gpu" and int(p["gpus"]) == C]
+            if not ps:
+                continue
+            x = [int(p["seq_len"]) for p in ps]
+            lengths += x
+            ax.plot(x, [float(p["value"]) for p in ps], linestyle="--", marker="s", ms=3,
+                    color=colors.get(m, "gray"), alpha=0.6,
+                    label="%s (published, %s GPUs)" % (m, ps[0]["gpus"]))
+            shown_pub = True
+    if not lengths:
+        plt.close(fig)
+        return []
+    log2_axis(ax, lengths)
+    ax.set_yscale("log")
+    ax.set_ylabel("tokens/s per GPU")
+    extra = "\ndashed: arXiv 2602.21196 (paper/published.csv)" if shown_pub else ""
+    ax.set_title("Throughput\n" + group_title(key) + extra, fontsize=9)
+    ax.legend(fontsize=7, ncol=2)
+    return save(fig, out, group_name(key) + "_throughput")
+
+
+def max_context(rs):
+    """(largest ok length, first oom length or None) of one method's rows"""
+    ok = [int(r["seq_len"]) for r in rs if r["status"] == "ok"]
+    oom = [int(r["seq_len"]) for r in rs if r["status"] == "oom"]
+    return (max(ok) if ok else 0), (min(oom) if oom else None)
+
+
+def fig_max_context(key, rows, out):
+    ms = by_method(rows)
+    names, vals, bounded = [], [], []
+    for m, rs in ms.items():
+        best, oom = max_context(rs)
+        names.append(m)
+        vals.append(best)
+        bounded.append(oom is not None)
+    if not any(vals):
+        return []
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    bars = ax.bar(names, [v / float(1 << 20) for v in vals], color="tab:blue")
+    for b, v, bd in zip(bars, vals, bounded):
+        label = size_label(v) if v else "none"
+        if v and not bd:
+            label = ">= " + label  # never ran out of memory: the sweep's stop bounds it
+        ax.text(b.get_x() + b.get_width() / 2, b.get_height(), label, ha="center", va="bottom",
+                fontsize=8)
+    ax.set_ylabel("longest context that fit (M tokens)")
+    ax.set_title("Maximum context per method\n" + group_title(key), fontsize=9)
+    return save(fig, out, group_name(key) + "_max_context")
+
+
+def choose_length(rows, want):
+    """`want` if given, else the longest length at which the most methods fit"""
+    if want:
+        return want
+    count = defaultdict(set)
+    for r in rows:
+        if r["status"] == "ok":
+            count[int(r["seq_len"])].add(r["method"])
+    if not count:
+        return None
+    most = max(len(v) for v in count.values())
+    return max(s for s, v in count.items() if len(v) == most)
+
+
+def fig_breakdown(key, rows, tags, length, out):
+    S = choose_length(rows, length)
+    if S is None:
+        return [], None
+    at = [r for r in by_method([r for r in rows if int(r["seq_len"]) == S and r["status"] == "ok"]).values()]
+    at = [rs[-1] for rs in at]
+    if not at:
+        return [], S
+    ntag = len(at[0]["at_peak_bytes"])
+    names = tags if tags and len(tags) == ntag else ["tag%d" % i for i in range(ntag)]
+    data = np.array([np.asarray(r["at_peak_bytes"], dtype=float) / GIB for r in at])
+    used = [i for i in range(ntag) if data[:, i].sum() > 0]
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    bottom = np.zeros(len(at))
+    cmap = plt.get_cmap("tab20")
+    for k, i in enumerate(used):
+        ax.bar([r["method"] for r in at], data[:, i], bottom=bottom, label=names[i], color=cmap(k % 20))
+        bottom += data[:, i]
+    ax.set_ylabel("device memory at the peak (GiB)")
+    ax.set_title("Memory by allocation tag at the peak, S = %s\n%s" % (size_label(S), group_title(key)),
+                 fontsize=9)
+    ax.legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return save(fig, out, group_name(key) + "_memory_breakdown"), S
+
+
+# ---------------------------------------------------------------- tables
+
+
+def cell_ours(rs, S):
+    for r in rs:
+        if int(r["seq_len"]) == S:
+            if r["status"] == "ok":
+                return "%.1f" % r["tokens_per_s_per_gpu"] if r["step_s"] > 0 else "ok"
+            return r["status"].upper() if r["status"] == "oom" else r["status"]
+    return "-"
+
+
+def table_rows_vs_published(key, rows, pub):
+    """[(method, [cells...])] with 'ours / paper' per published length; header labels"""
+    model, C = key[0], key[3]
+    # the same model on the same number of GPUs only: other world sizes are not comparable
+    pp = [p for p in pub if p["model"] == model and p["metric"] == "tokens_per_s_per_gpu"
+          and int(p["gpus"]) == C]
+    if not pp:
+        return None, None
+    lengths = sorted({int(p["seq_len"]) for p in pp})
+    labels = [size_label(s) for s in lengths]
+    ms = by_method(rows)
+    out = []
+    for m in sorted(set(ms) | {p["method"] for p in pp}, key=method_key):
+        cells = []
+        for S in lengths:
+            paper = [p for p in pp if p["method"] == m and int(p["seq_len"]) == S]
+            ptxt = "-" if not paper else ("OOM" if paper[0]["status"] == "oom" else paper[0]["value"])
+            cells.append("%s / %s" % (cell_ours(ms.get(m, []), S), ptxt))
+        out.append((m, cells))
+    return labels, out
+
+
+def md_table(header, rows):
+    s = "| " + " | ".join(header) + " |\n|" + "---|" * len(header) + "\n"
+    for r in rows:
+        s += "| " + " | ".join(r) + " |\n"
+    return s
+
+
+def tex_escape(s):
+    return s.replace("_", r"\_").replace("%", r"\%").replace("&", r"\&").replace("#", r"\#")
+
+
+def tex_table(caption, header, rows):
+    s = "\\begin{table}[t]\n\\centering\\small\n\\begin{tabular}{l%s}\n\\hline\n" % ("r" * (len(header) - 1))
+    s += " & ".join(tex_escape(h) for h in header) + " \\\\\n\\hline\n"
+    for r in rows:
+        s += " & ".join(tex_escape(c) for c in r) + " \\\\\n"
+    s += "\\hline\n\\end{tabular}\n\\caption{%s}\n\\end{table}\n\n" % tex_escape(caption)
+    return s
+
+
+def tables(groups, pub, out):
+    md = ["# cpbench results\n",
+          "Generated by paper/make_figures.py. Backend of each table: `sim` = simulator prediction "
+          "(exact tracked memory, modelled time; not a measurement), `cuda` = measured on GPUs, "
+          "`cpu` = measured on CPUs at correctness scale. Published numbers: arXiv 2602.21196 "
+          "(paper/published.csv), full-model training steps on H100s.\n"]
+    tex = ["% cpbench tables, generated by paper/make_figures.py\n"]
+    for key, rows in sorted(groups.items()):
+        title = group_title(key)
+        ms = by_method(rows)
+        lengths = sorted({int(r["seq_len"]) for r in rows})
+        # peak memory per method and length
+        hdr = ["method"] + [size_label(s) for s in lengths]
+        body = []
+        for m, rs in ms.items():
+            cells = []
+            for S in lengths:
+                r = [x for x in rs if int(x["seq_len"]) == S]
+                if not r:
+                    cells.append("-")
+                elif r[-1]["status"] == "ok":
+                    cells.append("%.1f" % (r[-1]["reserved_bytes"] / GIB))
+                else:
+                    cells.append(r[-1]["status"].upper() if r[-1]["status"] == "oom" else r[-1]["status"])
+            body.append([m] + cells)
+        md.append("## %s\n\n### Peak device memory (GiB)\n\n%s" % (title, md_table(hdr, body)))
+        tex.append(tex_table("Peak device memory (GiB). " + title, hdr, body))
+        # maximum context
+        body = []
+        for m, rs in ms.items():
+            best, oom = max_context(rs)
+            body.append([m, size_label(best) if best else "none",
+                         size_label(oom) if oom else "not reached"])
+        hdr = ["method", "longest fit", "first OOM"]
+        md.append("\n### Maximum context\n\n%s" % md_table(hdr, body))
+        tex.append(tex_table("Maximum context. " + title, hdr, body))
+        # throughput beside the paper
+        labels, prow = table_rows_vs_published(key, rows, pub)
+        if labels:
+            hdr = ["method"] + labels
+            body = [[m] + cells for m, cells in prow]
+            note = ("ours (%s, %s scope) / published (arXiv 2602.21196). Layer scope is one attention "
+                    "layer's forward+backward, the paper a whole model's step: compare shapes, not "
+                    "values." if key[4] == "layer" else "ours (%s, %s scope) / published (arXiv 2602.21196)")
+            note = note % (key[1], key[4])
+            md.append("\n### Tokens/s per GPU: %s\n\n%s" % (note, md_table(hdr, body)))
+            tex.append(tex_table("Tokens/s per GPU, " + note + " " + title, hdr, body))
+        md.append("\n")
+    with open(os.path.join(out, "tables.md"), "w") as f:
+        f.write("\n".join(md))
+    with open(os.path.join(out, "tables.tex"), "w") as f:
+        f.write("".join(tex))
+    return [os.path.join(out, "tables.md"), os.path.join(out, "tables.tex")]
+
+
+# ---------------------------------------------------------------- main
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("files", nargs="+", help="cpbench results files (HDF5)")
+    ap.add_argument("--out", default=os.path.join(HERE, "out"), help="output directory (default paper/out)")
+    ap.add_argument("--length", default=None,
+                    help="context length of the memory breakdown (e.g. 1M; default: the longest "
+                         "length at which the most methods fit)")
+    ap.add_argument("--published", default=os.path.join(HERE, "published.csv"),
+                    help="published numbers (default paper/published.csv)")
+    a = ap.parse_args(argv)
+    for p in a.files:
+        if not os.path.exists(p):
+            sys.exit("make_figures.py: %s does not exist (run `make reproduce` or `cpbench sweep --out %s`)"
+                     % (p, p))
+    os.makedirs(a.out, exist_ok=True)
+    rows, tags = read_runs(a.files)
+    rows = latest(rows)
+    if not rows:
+        sys.exit("make_figures.py: no rows in %s" % ", ".join(a.files))
+    pub = read_published(a.published)
+    length = parse_size(a.length) if a.length else None
+    groups = groups_of(rows)
+    written = []
+    for key, rs in sorted(groups.items()):
+        written += fig_peak_memory(key, rs, a.out)
+        written += fig_throughput(key, rs, pub, a.out)
+        written += fig_max_context(key, rs, a.out)
+        files, S = fig_breakdown(key, rs, tags, length, a.out)
+        written += files
+    written += tables(groups, pub, a.out)
+    for p in written:
+        print(p)
+    print("make_figures.py: %d files from %d rows in %d groups" % (len(written), len(rows), len(groups)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+# CLI refusals: bad arguments exit with code 2, say what is wrong, and write nothing.
+set(CPB_EXPECT ${CMAKE_CURRENT_SOURCE_DIR}/mpi/expect_exit.sh)
+set(CPB_CLI_DUMP ${CMAKE_CURRENT_BINARY_DIR}/cli_refusal_dump.h5)
+# full unwinding under ASan, so tests/lsan.supp matches MPI's allocations kept until exit
+set(CPB_CLI_ENV ${CPB_TEST_ENV})
+list(FILTER CPB_CLI_ENV EXCLUDE REGEX "^ASAN_OPTIONS=")
+list(APPEND CPB_CLI_ENV "ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:fast_unwind_on_malloc=0")
+function(cpb_cli_test name)
+  cpb_cmd_test(cli_${name} ${ARGN})
+  set_tests_properties(cli_${name} PROPERTIES ENVIRONMENT "${CPB_CLI_ENV}")
+endfunction()
+function(cpb_cli_refusal name pattern)
+  cpb_cli_test(${name} ${CPB_EXPECT} 2 ${CPB_CLI_DUMP} ${pattern} -- ${ARGN})
+endfunction()
+# argument errors are found before MPI starts: no mpirun needed
+cpb_cli_refusal(unknown_method "unknown method 'nosuch'"
+  ${CPBENCH} verify --method nosuch --model tiny --seq 64 --dump ${CPB_CLI_DUMP})
+cpb_cli_refusal(unknown_preset "unknown preset 'gpt5'.*llama3-8b"
+  ${CPBENCH} verify --method ulysses --model gpt5 --seq 64 --dump ${CPB_CLI_DUMP})
+cpb_cli_refusal(missing_value "--seq: missing value"
+  ${CPBENCH} verify --method ulysses --model tiny --dump ${CPB_CLI_DUMP} --seq)
+cpb_cli_refusal(bad_dtype "--dtype 'fp16': expected fp32 or bf16"
+  ${CPBENCH} verify --method ulysses --model tiny --seq 64 --dtype fp16 --dump ${CPB_CLI_DUMP})
+cpb_cli_refusal(bad_size "--seq '12q'"
+  ${CPBENCH} verify --method ulysses --model tiny --seq 12q --dump ${CPB_CLI_DUMP})
+cpb_cli_refusal(unknown_option "unknown option '--sequence'"
+  ${CPBENCH} verify --method ulysses --model tiny --sequence 64 --dump ${CPB_CLI_DUMP})
+cpb_cli_refusal(unknown_command "unknown command 'verfy'" ${CPBENCH} verfy --method ulysses)
+# shape errors need the world size: under mpirun
+cpb_cli_refusal(seq_not_divisible "--seq 65 is not divisible by the 2 ranks"
+  ${MPIEXEC_EXECUTABLE} -np 2 --oversubscribe --allow-run-as-root --bind-to none
+  ${CPBENCH} verify --method ulysses --model tiny --seq 65 --dump ${CPB_CLI_DUMP})
+cpb_cli_refusal(method_refuses "ulysses needs H % C == 0"
+  ${MPIEXEC_EXECUTABLE} -np 3 --oversubscribe --allow-run-as-root --bind-to none
+  ${CPBENCH} verify --method ulysses --model tiny --seq 96 --dump ${CPB_CLI_DUMP})
+# a refusal under --expect-refuse passes, acceptance fails (exit 1)
+cpb_cli_test(expect_refuse_passes ${MPIEXEC_EXECUTABLE} -np 3 --oversubscribe --allow-run-as-root
+  --bind-to none ${CPBENCH} verify --method ulysses --model tiny --seq 96 --expect-refuse)
+cpb_cli_test(expect_refuse_accepted ${CPB_EXPECT} 1 - "accepted a shape it was expected to refuse" --
+  ${MPIEXEC_EXECUTABLE} -np 2 --oversubscribe --allow-run-as-root --bind-to none
+  ${CPBENCH} verify --method ulysses --model tiny --seq 64 --expect-refuse)
+cpb_cli_test(list ${CPB_EXPECT} 0 - "llama3-8b +4096 +32 +8 +128" -- ${CPBENCH} list)

@@ -1,0 +1,124 @@
+/* sim_vs_cpu.c — the simulator's allocator agrees with the CPU backend, byte for byte.
+ *
+ * Under mpirun -np C: every registered method (those that accept the shapes) runs a small
+ * layer trial on the cpu backend (real math over MPI ranks) and, on rank 0, on the
+ * simulator (no data, C ranks replayed in one process).  Same schedule, same calls: the
+ * device peak, the intermediate peak, the forward and backward peaks, the host peak and
+ * the number of allocations must be equal (the largest over the ranks on cpu, the worst
+ * rank on sim).  Exit 0 when all agree, 1 otherwise.  --quick: the first shape only. */
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cpb_backend.h"
+#include "cpb_method.h"
+#include "cpb_presets.h"
+#include "cpb_sim.h"
+#include "trial.h"
+
+typedef struct shape {
+    int H, G;
+    int64_t S_per_rank;
+} shape;
+
+/* GQA with G < C, G = C and G > C where C allows; S a multiple of what layouts need */
+static const shape shapes[] = {{8, 2, 64}, {8, 4, 128}, {8, 8, 64}};
+
+enum { N_STATS = 7 };
+
+static void stats_of(const cpb_trial_result *r, int64_t v[N_STATS])
+{
+    v[0] = r->dev.peak;
+    v[1] = r->dev.intermediate_peak;
+    v[2] = r->fwd.peak;
+    v[3] = r->bwd.peak;
+    v[4] = r->host.peak;
+    v[5] = r->dev.n_allocs;
+    v[6] = r->status;
+}
+
+static const char *const stat_names[N_STATS] = {"peak", "intermediate", "fwd peak", "bwd peak", "host peak",
+                                                "allocations", "status"};
+
+int main(int argc, char **argv)
+{
+    /* `--quick`: the first shape only (keeps the sanitizer pass of the suite short) */
+    size_t nshapes = sizeof shapes / sizeof shapes[0];
+    if (argc > 1 && strcmp(argv[1], "--quick") == 0) nshapes = 1;
+    cpb_ctx_opts co = {0};
+    co.backend = "cpu";
+    co.use_mpi = 1;
+    co.race_check = 1;
+    cpb_ctx *ctx = NULL;
+    char err[1024];
+    if (cpb_ctx_create(&co, &ctx, err, sizeof err) != CPB_OK) {
+        fprintf(stderr, "sim_vs_cpu: %s\n", err);
+        return 1;
+    }
+    const int C = cpb_world_size(ctx), rank = cpb_rank(ctx);
+    int failures = 0, compared = 0;
+    for (size_t si = 0; si < nshapes; si++) {
+        for (int mi = 0; mi < cpb_method_count(); mi++) {
+            const cpb_method *m = cpb_method_at(mi);
+            cpb_problem p;
+            memset(&p, 0, sizeof p);
+            cpb_preset_find("tiny", &p);
+            p.H = shapes[si].H;
+            p.G = shapes[si].G;
+            p.C = C;
+            p.S = shapes[si].S_per_rank * C;
+            p.dtype = CPB_FP32;
+            p.seq_chunk = p.S / 4; /* fpdt: four chunks */
+            char why[512];
+            if (m->check && m->check(&p, why, sizeof why) != CPB_OK) continue;
+            /* cpu: the real trial, largest values over the ranks */
+            cpb_layer L;
+            cpb_trial_result tr;
+            memset(&tr, 0, sizeof tr);
+            int rc = cpb_trial_setup(ctx, m, &p, NULL, 7, &L);
+            if (rc == CPB_OK) {
+                cpb_reset_stats(ctx);
+                rc = cpb_trial_step(ctx, m, &L, &tr);
+            }
+            tr.status = rc;
+            if (rc != CPB_OK && !tr.reason[0]) snprintf(tr.reason, sizeof tr.reason, "%s", cpb_errmsg(ctx));
+            cpb_free_all(ctx);
+            cpb_clear_error(ctx);
+            int64_t cpu[N_STATS], cpu_max[N_STATS];
+            stats_of(&tr, cpu);
+            MPI_Allreduce(cpu, cpu_max, N_STATS, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+            if (rank != 0) continue;
+            /* sim: the same problem, every rank replayed here */
+            cpb_sim_result sr;
+            cpb_sim_opts so = {0};
+            if (cpb_sim_layer(&p, m, &so, &sr) != CPB_OK) {
+                printf("FAIL %-8s H %d G %d C %d: simulator refused: %s\n", m->name, p.H, p.G, C, sr.reason);
+                failures++;
+                continue;
+            }
+            int64_t sim[N_STATS];
+            stats_of(&sr.mem, sim);
+            sim[6] = sr.status;
+            int ok = 1;
+            for (int k = 0; k < N_STATS; k++)
+                if (sim[k] != cpu_max[k]) ok = 0;
+            compared++;
+            printf("%s %-8s H %d G %d C %d S %lld: peak cpu %lld sim %lld, intermediate %lld/%lld, host %lld/%lld\n",
+                   ok ? "ok  " : "FAIL", m->name, p.H, p.G, C, (long long)p.S, (long long)cpu_max[0], (long long)sim[0],
+                   (long long)cpu_max[1], (long long)sim[1], (long long)cpu_max[4], (long long)sim[4]);
+            if (!ok) {
+                failures++;
+                for (int k = 0; k < N_STATS; k++)
+                    if (sim[k] != cpu_max[k])
+                        printf("     %s differs: cpu %lld, sim %lld\n", stat_names[k], (long long)cpu_max[k],
+                               (long long)sim[k]);
+                if (tr.status) printf("     cpu: %s\n", tr.reason);
+                if (sr.status) printf("     sim: %s\n", sr.reason);
+            }
+        }
+    }
+    if (rank == 0) printf("sim_vs_cpu: %d comparisons on %d ranks, %d failed\n", compared, C, failures);
+    MPI_Bcast(&failures, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    cpb_ctx_destroy(ctx);
+    return failures || (rank == 0 && compared == 0) ? 1 : 0;
+}

@@ -1,0 +1,239 @@
+/* test_args.c — option parsing (sizes, every option kind, errors naming the option) and
+ * the problem built from the options. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "args.h"
+
+static int parse(cpb_args *a, char *err, int argc, char **argv)
+{
+    cpb_args_defaults(a);
+    err[0] = 0;
+    return cpb_args_parse(argc, argv, a, err, 1024);
+}
+#define PARSE(a, err, ...)                                                                        \
+    ({                                                                                           \
+        char *argv_[] = {__VA_ARGS__};                                                           \
+        parse(a, err, (int)(sizeof argv_ / sizeof argv_[0]), argv_);                             \
+    })
+
+Test(args, sizes_with_binary_suffixes)
+{
+    int64_t v;
+    cr_assert_eq(cpb_parse_size("131072", &v), 0);
+    cr_assert_eq(v, 131072);
+    cr_assert_eq(cpb_parse_size("128K", &v), 0);
+    cr_assert_eq(v, 131072);
+    cr_assert_eq(cpb_parse_size("128k", &v), 0);
+    cr_assert_eq(v, 131072);
+    cr_assert_eq(cpb_parse_size("5M", &v), 0);
+    cr_assert_eq(v, 5 * 1048576);
+    cr_assert_eq(cpb_parse_size("1.5M", &v), 0);
+    cr_assert_eq(v, 1572864);
+    cr_assert_eq(cpb_parse_size("80G", &v), 0);
+    cr_assert_eq(v, 80LL << 30);
+    cr_assert_eq(cpb_parse_size("0", &v), 0);
+    cr_assert_eq(v, 0);
+    const char *bad[] = {"", "K", "-5", "+5", "1.3K", "12x", "1..5M", "abc", "1e3", "99999999999999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        cr_assert_eq(cpb_parse_size(bad[i], &v), -1, "'%s' must be refused", bad[i]);
+}
+
+Test(args, defaults)
+{
+    cpb_args a;
+    cpb_args_defaults(&a);
+    cr_assert_eq(a.dtype, CPB_BF16);
+    cr_assert_str_eq(a.backend, "cpu");
+    cr_assert_str_eq(a.scope, "layer");
+    cr_assert_str_eq(a.comm, "nccl");
+    cr_assert_eq(a.factor, 2.0);
+    cr_assert_eq(a.profile_iter, -1);
+    cr_assert_eq(a.seed, 1);
+}
+
+Test(args, every_kind_of_option)
+{
+    cpb_args a;
+    char err[1024];
+    int rc;
+    rc = PARSE(&a, err, "--model", "tiny", "--hidden", "96", "--heads", "12", "--kv-heads", "4", "--head-dim", "8",
+               "--rope-base", "5e5", "--seq", "1.5K", "--dtype", "fp32", "--seed", "42", "--dump", "out.h5",
+               "--backend", "sim", "--gpus", "8", "--gpus-per-node", "4", "--gpu", "h200", "--scope", "model",
+               "--head-chunk", "8", "--seq-chunk", "64K", "--offload-group", "2", "--ulysses-degree", "4",
+               "--mem-cap", "80G", "--host-mem-cap", "512G", "--warmup", "0", "--iters", "7", "--out", "r.h5",
+               "--seq-start", "128K", "--seq-stop", "8M", "--factor", "1.5", "--bisect", "64K", "--seq-list",
+               "128K,3M,5M", "--isolate", "--profile-iter", "2", "--comm", "mpi", "--calibration", "cal.txt",
+               "--expect-refuse", "--no-race-check", "--cases", "a.txt", "b.txt");
+    cr_assert_eq(rc, CPB_OK, "%s", err);
+    cr_assert_str_eq(a.model, "tiny");
+    cr_assert_eq(a.hidden, 96);
+    cr_assert_eq(a.heads, 12);
+    cr_assert_eq(a.kv_heads, 4);
+    cr_assert_eq(a.head_dim, 8);
+    cr_assert_eq(a.rope_base, 5e5);
+    cr_assert_eq(a.seq, 1536);
+    cr_assert_eq(a.dtype, CPB_FP32);
+    cr_assert_eq(a.seed, 42);
+    cr_assert_str_eq(a.dump, "out.h5");
+    cr_assert_str_eq(a.backend, "sim");
+    cr_assert_eq(a.gpus, 8);
+    cr_assert_eq(a.gpus_per_node, 4);
+    cr_assert_str_eq(a.gpu, "h200");
+    cr_assert_str_eq(a.scope, "model");
+    cr_assert_eq(a.head_chunk, 8);
+    cr_assert_eq(a.seq_chunk, 65536);
+    cr_assert_eq(a.offload_group, 2);
+    cr_assert_eq(a.ulysses_degree, 4);
+    cr_assert_eq(a.mem_cap, 80LL << 30);
+    cr_assert_eq(a.host_mem_cap, 512LL << 30);
+    cr_assert_eq(a.warmup, 0);
+    cr_assert_eq(a.iters, 7);
+    cr_assert_str_eq(a.out, "r.h5");
+    cr_assert_eq(a.seq_start, 131072);
+    cr_assert_eq(a.seq_stop, 8 << 20);
+    cr_assert_eq(a.factor, 1.5);
+    cr_assert_eq(a.bisect, 65536);
+    cr_assert_eq(a.n_seq_list, 3);
+    cr_assert_eq(a.seq_list[0], 131072);
+    cr_assert_eq(a.seq_list[1], 3 << 20);
+    cr_assert_eq(a.seq_list[2], 5 << 20);
+    cr_assert_eq(a.isolate, 1);
+    cr_assert_eq(a.profile_iter, 2);
+    cr_assert_str_eq(a.comm, "mpi");
+    cr_assert_str_eq(a.calibration, "cal.txt");
+    cr_assert_eq(a.expect_refuse, 1);
+    cr_assert_eq(a.no_race_check, 1);
+    cr_assert_eq(a.n_cases, 2);
+    cr_assert_str_eq(a.cases[0], "a.txt");
+    cr_assert_str_eq(a.cases[1], "b.txt");
+}
+
+Test(args, equals_form_and_cases_stop_at_next_option)
+{
+    cpb_args a;
+    char err[1024];
+    cr_assert_eq(PARSE(&a, err, "--seq=4K", "--cases", "x.txt", "y.txt", "--dtype=fp32", "--help"), CPB_OK, "%s", err);
+    cr_assert_eq(a.seq, 4096);
+    cr_assert_eq(a.n_cases, 2);
+    cr_assert_eq(a.dtype, CPB_FP32);
+    cr_assert_eq(a.help, 1);
+}
+
+/* each error: code 2 and a message naming the option (and what it accepts) */
+static void expect_error(int rc, const char *err, const char *must_contain, const char *also)
+{
+    cr_assert_eq(rc, CPB_ERR_INVALID, "expected an error mentioning %s", must_contain);
+    cr_assert_eq(CPB_ERR_INVALID, 2, "the exit code of a bad argument is 2");
+    cr_assert_not_null(strstr(err, must_contain), "'%s' does not name %s", err, must_contain);
+    if (also) cr_assert_not_null(strstr(err, also), "'%s' does not say %s", err, also);
+}
+
+Test(args, errors_name_the_option)
+{
+    cpb_args a;
+    char err[1024];
+    expect_error(PARSE(&a, err, "--bogus", "1"), err, "--bogus", "unknown option");
+    expect_error(PARSE(&a, err, "--seq"), err, "--seq", "missing value");
+    expect_error(PARSE(&a, err, "--seq", "--dtype", "fp32"), err, "--seq", "missing value");
+    expect_error(PARSE(&a, err, "--seq", "12q"), err, "--seq", "128K");
+    expect_error(PARSE(&a, err, "--seq", "0"), err, "--seq", "positive");
+    expect_error(PARSE(&a, err, "--heads", "-3"), err, "--heads", "positive");
+    expect_error(PARSE(&a, err, "--dtype", "fp16"), err, "--dtype", "fp32 or bf16");
+    expect_error(PARSE(&a, err, "--model", "gpt5"), err, "gpt5", "llama3-8b");
+    expect_error(PARSE(&a, err, "--method", "no-such-method"), err, "no-such-method", "all");
+    expect_error(PARSE(&a, err, "--method", "all,"), err, "--method", NULL);
+    expect_error(PARSE(&a, err, "--backend", "tpu"), err, "--backend", "cpu|sim|cuda");
+    expect_error(PARSE(&a, err, "--scope", "world"), err, "--scope", "layer|model");
+    expect_error(PARSE(&a, err, "--factor", "-2"), err, "--factor", "positive");
+    expect_error(PARSE(&a, err, "--seq-list", "1K,,2K"), err, "--seq-list", NULL);
+    expect_error(PARSE(&a, err, "--cases"), err, "--cases", "missing value");
+    expect_error(PARSE(&a, err, "--isolate=1"), err, "--isolate", "no value");
+    expect_error(PARSE(&a, err, "stray"), err, "stray", "unexpected argument");
+    expect_error(PARSE(&a, err, "--host-mem-cap", "1T"), err, "--host-mem-cap", "2G");
+}
+
+Test(args, methods_all_and_lists)
+{
+    cpb_args a;
+    char err[1024];
+    const cpb_method *m[64];
+    cpb_args_defaults(&a);
+    cr_assert_eq(cpb_args_methods(&a, m, 64, err, sizeof err), -1, "--method is required");
+    cr_assert_not_null(strstr(err, "--method"));
+    cr_assert_eq(PARSE(&a, err, "--method", "all"), CPB_OK, "%s", err);
+    int n = cpb_args_methods(&a, m, 64, err, sizeof err);
+    if (cpb_method_count() == 0) {
+        cr_assert_eq(n, -1);
+        return;
+    }
+    cr_assert_eq(n, cpb_method_count());
+    for (int i = 0; i < n; i++) cr_assert_eq(m[i], cpb_method_at(i));
+    /* a list in the given order, repeated names kept */
+    char list[256];
+    const char *first = cpb_method_at(0)->name, *last = cpb_method_at(cpb_method_count() - 1)->name;
+    snprintf(list, sizeof list, "%s,%s", last, first);
+    cr_assert_eq(PARSE(&a, err, "--method", list), CPB_OK, "%s", err);
+    cr_assert_eq(cpb_args_methods(&a, m, 64, err, sizeof err), 2);
+    cr_assert_str_eq(m[0]->name, last);
+    cr_assert_str_eq(m[1]->name, first);
+}
+
+static int problem(cpb_problem *p, char *err, int C, int argc, char **argv)
+{
+    cpb_args a;
+    cpb_args_defaults(&a);
+    cr_assert_eq(cpb_args_parse(argc, argv, &a, err, 1024), CPB_OK, "%s", err);
+    return cpb_args_problem(&a, C, p, err, 1024);
+}
+#define PROBLEM(p, err, C, ...)                                                                   \
+    ({                                                                                           \
+        char *argv_[] = {__VA_ARGS__};                                                           \
+        problem(p, err, C, (int)(sizeof argv_ / sizeof argv_[0]), argv_);                        \
+    })
+
+Test(args, problem_from_preset_and_overrides)
+{
+    cpb_problem p;
+    char err[1024];
+    cr_assert_eq(PROBLEM(&p, err, 8, "--model", "llama3-8b", "--seq", "1M", "--head-chunk", "8", "--seq-chunk", "64K"),
+                 CPB_OK, "%s", err);
+    cr_assert_eq(p.D, 4096);
+    cr_assert_eq(p.H, 32);
+    cr_assert_eq(p.G, 8);
+    cr_assert_eq(p.d, 128);
+    cr_assert_eq(p.rope_base, 500000);
+    cr_assert_eq(p.S, 1 << 20);
+    cr_assert_eq(p.C, 8);
+    cr_assert_eq(p.dtype, CPB_BF16);
+    cr_assert_eq(p.head_chunk, 8);
+    cr_assert_eq(p.seq_chunk, 65536);
+    cr_assert_str_eq(p.model, "llama3-8b");
+    cr_assert_eq(PROBLEM(&p, err, 3, "--model", "tiny", "--hidden", "48", "--heads", "6", "--kv-heads", "3",
+                         "--head-dim", "10", "--rope-base", "1e6", "--seq", "96", "--dtype", "fp32"),
+                 CPB_OK, "%s", err);
+    cr_assert_eq(p.D, 48);
+    cr_assert_eq(p.H, 6);
+    cr_assert_eq(p.G, 3);
+    cr_assert_eq(p.d, 10);
+    cr_assert_eq(p.rope_base, 1e6);
+    cr_assert_eq(p.S, 96);
+    cr_assert_eq(p.dtype, CPB_FP32);
+}
+
+Test(args, problem_validation_messages)
+{
+    cpb_problem p;
+    char err[1024];
+    expect_error(PROBLEM(&p, err, 4, "--model", "tiny", "--seq", "250"), err, "--seq 250", "multiple of 4");
+    expect_error(PROBLEM(&p, err, 4, "--model", "tiny", "--seq", "256", "--heads", "6", "--kv-heads", "4"), err,
+                 "--heads 6", "--kv-heads 4");
+    expect_error(PROBLEM(&p, err, 2, "--model", "tiny", "--seq", "256", "--head-dim", "7"), err, "--head-dim 7", "even");
+    expect_error(PROBLEM(&p, err, 2, "--model", "tiny"), err, "--seq", "required");
+    expect_error(PROBLEM(&p, err, 2, "--seq", "256"), err, "--model", "tiny");
+    expect_error(PROBLEM(&p, err, 2, "--model", "tiny", "--seq", "256", "--rope-base", "0.5"), err, "--rope-base", "greater than 1");
+    expect_error(PROBLEM(&p, err, 4, "--model", "tiny", "--seq", "256", "--seq-chunk", "96"), err, "--seq-chunk", NULL);
+    expect_error(PROBLEM(&p, err, 4, "--model", "tiny", "--seq", "256", "--head-chunk", "3"), err, "--head-chunk 3", NULL);
+    expect_error(PROBLEM(&p, err, 6, "--model", "tiny", "--seq", "240", "--ulysses-degree", "4"), err,
+                 "--ulysses-degree 4", NULL);
+}

@@ -1,0 +1,210 @@
+/* test_memory_fpdt.c — FPDT's memory behaviour on the simulator (issue 3): its device
+ * working set is a fixed set of chunk-sized buffers, so the intermediate bytes do not move
+ * when S doubles at a fixed chunk, while the pinned host memory holding the finished
+ * chunks grows with S.  The expected bytes are written out from the schedule
+ * (methods/fpdt/fpdt_fwd.c, fpdt_bwd*.c) as formulas of S, C, D, H, G, d and the chunk. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cpb_method.h"
+#include "cpb_sim.h"
+
+static cpb_problem problem(int64_t S, int64_t chunk, int C, int H, int G, int d, int64_t D, cpb_dtype dt)
+{
+    cpb_problem p;
+    memset(&p, 0, sizeof p);
+    p.S = S;
+    p.D = D;
+    p.H = H;
+    p.G = G;
+    p.d = d;
+    p.rope_base = 500000.0;
+    p.C = C;
+    p.dtype = dt;
+    p.seq_chunk = chunk;
+    snprintf(p.model, sizeof p.model, "tiny");
+    return p;
+}
+
+/* the chunk geometry of DESIGN section 4 (fpdt) */
+typedef struct geo {
+    int64_t u, c, hq, hk, nq, nkv, nlse, E;
+} geo;
+
+static geo geometry(const cpb_problem *p)
+{
+    geo g;
+    int64_t chunk = p->seq_chunk;
+    g.u = p->S / chunk;
+    g.c = chunk / p->C;
+    g.hq = p->H / p->C;
+    g.hk = p->G >= p->C ? p->G / p->C : 1; /* kv heads replicated when G < C */
+    g.nq = chunk * g.hq * p->d;              /* a q-like chunk, head side (= c * H * d) */
+    g.nkv = chunk * g.hk * p->d;             /* a K or V chunk, head side */
+    g.nlse = g.hq * chunk;                   /* a chunk's lse or delta (fp32) */
+    g.E = p->dtype == CPB_BF16 ? 2 : 4;
+    return g;
+}
+
+static int64_t min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* forward: send q,k,v + head q,k,v + fetched K,V slots + o block, o seq (storage);
+ * fp32 o accumulator, lse accumulator and lse block */
+static int64_t fwd_intermediate(const cpb_problem *p)
+{
+    geo g = geometry(p);
+    int64_t nfetch = min64(2, g.u - 1);
+    return g.E * (4 * g.nq + 4 * g.nkv + 2 * nfetch * g.nkv) + 4 * (g.nq + g.nlse + (g.u > 1 ? g.nlse : 0));
+}
+
+/* fp32 elements of the attention backward's workspace for one (i, j) block, from the
+ * runtime's one sizing function (delta is given, so it is the dq accumulator alone) */
+static int64_t attn_bwd_workspace(const cpb_problem *p)
+{
+    geo g = geometry(p);
+    cpb_buf delta = {0};
+    cpb_attn_args a = {0};
+    a.q = cpb_heads(NULL, 0, p->seq_chunk, g.hq, p->d, g.hq * p->d, p->d);
+    a.delta = cpb_heads(&delta, 0, p->seq_chunk, g.hq, 1, 1, p->seq_chunk);
+    int64_t ws = cpb_attn_bwd_workspace_elems(&a);
+    cr_assert_eq(ws, g.nq, "the attention backward workspace is no longer one fp32 dq: update the formulas");
+    return ws;
+}
+
+/* backward, KV loop: K,V slots, fp32 dK,dV; per q slot q, dO (storage), lse, delta, dq
+ * (fp32); finishing a chunk: dq,dk,dv send + receive + sequence layout (storage), fp32 dx;
+ * the attention backward's workspace */
+static int64_t bwd_intermediate(const cpb_problem *p)
+{
+    geo g = geometry(p);
+    int64_t kvs = min64(2, g.u), qs = min64(2, g.u * (g.u + 1) / 2);
+    int64_t cGd = g.c * p->G * p->d;
+    int64_t loop = g.E * 2 * kvs * g.nkv + 4 * 2 * g.nkv + qs * (g.E * 2 * g.nq + 4 * (2 * g.nlse + g.nq));
+    int64_t finish = g.E * (3 * g.nq + 4 * g.nkv + 2 * cGd) + 4 * g.c * p->D;
+    int64_t prep = g.E * 4 * g.nq + 4 * g.nlse;
+    int64_t main = loop + finish + 4 * attn_bwd_workspace(p);
+    return main > prep ? main : prep;
+}
+
+static int64_t expected_intermediate(const cpb_problem *p)
+{
+    int64_t f = fwd_intermediate(p), b = bwd_intermediate(p);
+    return f > b ? f : b;
+}
+
+/* pinned host at its peak (backward's first pass, everything allocated): q, o (head and
+ * sequence layout), dO (storage) and K, V of every chunk; fp32 lse and delta; fp32 dq
+ * accumulators of chunks 1..u-1 */
+static int64_t expected_host(const cpb_problem *p)
+{
+    geo g = geometry(p);
+    return g.E * g.u * (4 * g.nq + 2 * g.nkv) + 4 * (2 * g.u * g.nlse + (g.u - 1) * g.nq);
+}
+
+/* host<->device bytes: forward offloads q, K, V, o (2 layouts), lse of each chunk and
+ * fetches K,V of chunks 0..i-1 for chunk i; backward fetches o (2 layouts), offloads dO,
+ * delta once per chunk, fetches K,V once per outer step, and for each of the u(u+1)/2
+ * blocks q, dO, lse, delta, plus dq in and out for the blocks off the first outer step. */
+static double expected_pcie(const cpb_problem *p)
+{
+    geo g = geometry(p);
+    double E = (double)g.E, u = (double)g.u;
+    double pairs = u * (u + 1) / 2, later = pairs - u; /* blocks (i, j) with j > i */
+    double fwd = u * (E * (3 * g.nq + 2 * g.nkv) + 4 * g.nlse) + (u * (u - 1) / 2) * E * 2 * g.nkv;
+    double prep = u * (E * 3 * g.nq + 4 * g.nlse);
+    double loop = u * E * 2 * g.nkv + pairs * (E * 2 * g.nq + 4 * 2 * g.nlse) + 2 * later * 4 * g.nq;
+    return fwd + prep + loop;
+}
+
+static cpb_sim_result sim(const cpb_problem *p, const char *method)
+{
+    const cpb_method *m = cpb_method_find(method);
+    cr_assert_not_null(m, "method %s is not registered", method);
+    cpb_sim_result r;
+    int rc = cpb_sim_layer(p, m, NULL, &r);
+    cr_assert_eq(rc, CPB_OK, "cpb_sim_layer: %s", r.reason);
+    cr_assert_eq(r.status, CPB_OK, "%s S=%lld: %s", method, (long long)p->S, r.reason);
+    return r;
+}
+
+/* device bytes as the formula says; a backend that models cuBLAS's GEMM workspace adds one
+ * per stream running GEMMs (fpdt: the compute stream only) */
+static int device_bytes_ok(int64_t measured, int64_t formula)
+{
+    return measured == formula || measured == formula + cpb_gemm_workspace_bytes();
+}
+
+static void check_exact(const cpb_problem *p)
+{
+    cpb_sim_result r = sim(p, "fpdt");
+    cr_expect(device_bytes_ok(r.mem.dev.intermediate_peak, expected_intermediate(p)),
+              "S=%lld C=%d G=%d: intermediate %lld bytes, formula %lld", (long long)p->S, p->C, p->G,
+              (long long)r.mem.dev.intermediate_peak, (long long)expected_intermediate(p));
+    cr_expect(device_bytes_ok(r.mem.fwd.intermediate_peak, fwd_intermediate(p)),
+              "forward intermediate %lld, formula %lld", (long long)r.mem.fwd.intermediate_peak,
+              (long long)fwd_intermediate(p));
+    cr_expect_eq(r.mem.host.peak, expected_host(p), "S=%lld C=%d G=%d: host peak %lld bytes, formula %lld",
+                 (long long)p->S, p->C, p->G, (long long)r.mem.host.peak, (long long)expected_host(p));
+}
+
+Test(memory_fpdt, bytes_match_the_formulas)
+{
+    /* G < C (replicated kv), G > C, fp32 and bf16, several chunk counts incl. u = 1, 2 */
+    cpb_problem cases[] = {
+        problem(4096, 1024, 4, 8, 2, 32, 256, CPB_BF16),
+        problem(3072, 1024, 4, 16, 8, 16, 192, CPB_FP32),
+        problem(1536, 768, 3, 6, 3, 16, 80, CPB_BF16),
+        problem(1000, 1000, 5, 5, 5, 8, 48, CPB_FP32),
+        problem(12 * 120, 120, 8, 8, 1, 8, 40, CPB_BF16),
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_exact(&cases[i]);
+}
+
+Test(memory_fpdt, device_flat_host_linear_when_S_doubles)
+{
+    /* llama3-8b-like heads at a small chunk: S doubles, the chunk stays */
+    const int64_t chunk = 2048;
+    cpb_problem a = problem(8 * chunk, chunk, 8, 32, 8, 128, 4096, CPB_BF16);
+    cpb_problem b = problem(16 * chunk, chunk, 8, 32, 8, 128, 4096, CPB_BF16);
+    cpb_sim_result ra = sim(&a, "fpdt"), rb = sim(&b, "fpdt");
+    double dev_ratio = (double)rb.mem.dev.intermediate_peak / (double)ra.mem.dev.intermediate_peak;
+    double host_ratio = (double)rb.mem.host.peak / (double)ra.mem.host.peak;
+    cr_expect_leq(dev_ratio, 1.01, "device intermediate grows %.3fx when S doubles (%lld -> %lld bytes)", dev_ratio,
+                  (long long)ra.mem.dev.intermediate_peak, (long long)rb.mem.dev.intermediate_peak);
+    cr_expect(device_bytes_ok(rb.mem.dev.intermediate_peak, expected_intermediate(&b)));
+    /* host grows like S: u (u - 1 for the dq accumulators) chunks of everything */
+    double want = (double)expected_host(&b) / (double)expected_host(&a);
+    cr_expect(host_ratio > 1.95 && host_ratio < 2.1, "host peak grows %.3fx when S doubles, want about 2", host_ratio);
+    cr_expect(host_ratio > want - 1e-9 && host_ratio < want + 1e-9, "host ratio %.6f, formula %.6f", host_ratio, want);
+    cr_expect_eq(rb.mem.host.peak, expected_host(&b));
+}
+
+Test(memory_fpdt, host_device_traffic_is_quadratic_in_chunks)
+{
+    cpb_problem a = problem(4 * 1024, 1024, 4, 8, 4, 32, 256, CPB_BF16);
+    cpb_problem b = problem(8 * 1024, 1024, 4, 8, 4, 32, 256, CPB_BF16);
+    cpb_sim_result ra = sim(&a, "fpdt"), rb = sim(&b, "fpdt");
+    cr_expect(ra.pcie_bytes > 0.999 * expected_pcie(&a) && ra.pcie_bytes < 1.001 * expected_pcie(&a),
+              "u=4: %.0f PCIe bytes, formula %.0f", ra.pcie_bytes, expected_pcie(&a));
+    cr_expect(rb.pcie_bytes > 0.999 * expected_pcie(&b) && rb.pcie_bytes < 1.001 * expected_pcie(&b),
+              "u=8: %.0f PCIe bytes, formula %.0f", rb.pcie_bytes, expected_pcie(&b));
+    /* doubling u more than doubles the traffic (the u(u+1)/2 blocks dominate) */
+    cr_expect_gt(rb.pcie_bytes, 2.5 * ra.pcie_bytes);
+}
+
+Test(memory_fpdt, below_ulysses_at_long_sequences)
+{
+    const cpb_method *uly = cpb_method_find("ulysses");
+    if (!uly) cr_skip_test("ulysses is not registered");
+    const int64_t chunk = 2048;
+    cpb_problem p = problem(16 * chunk, chunk, 8, 32, 8, 128, 4096, CPB_BF16);
+    cpb_sim_result f = sim(&p, "fpdt"), u = sim(&p, "ulysses");
+    /* ulysses holds all S tokens' q, k, v, o on the device; fpdt two chunks' worth */
+    cr_expect_lt(f.mem.dev.intermediate_peak, u.mem.dev.intermediate_peak / 2,
+                 "fpdt %lld intermediate bytes, ulysses %lld", (long long)f.mem.dev.intermediate_peak,
+                 (long long)u.mem.dev.intermediate_peak);
+}

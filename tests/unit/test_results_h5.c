@@ -1,0 +1,378 @@
+/* test_results_h5.c — the HDF5 results file: schema, append, refusal of foreign files, and a
+ * writer killed with SIGKILL mid-sweep leaving a readable file with its finished rows. */
+#include <criterion/criterion.h>
+#include <hdf5.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "results_h5.h"
+
+static char dir[256];
+
+static void make_dir(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/cpb_results_XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+}
+
+static void path_in_dir(char *out, size_t len, const char *name)
+{
+    snprintf(out, len, "%s/%s", dir, name);
+}
+
+static void prov(cpb_provenance *p, const char *tag)
+{
+    char *argv[] = {"cpbench", "sweep", "--method", (char *)tag, "--out", "it's a file.h5"};
+    cpb_provenance_collect(p, 6, argv, "sim", "h100-sxm", 8);
+}
+
+static void fill_row(cpb_results_row *r, int i)
+{
+    cpb_results_row_init(r);
+    CPB_RESULTS_SET(r, method, i % 2 ? "ring" : "upipe");
+    CPB_RESULTS_SET(r, model, "llama3-8b");
+    CPB_RESULTS_SET(r, backend, "sim");
+    CPB_RESULTS_SET(r, gpu, "h100-sxm");
+    CPB_RESULTS_SET(r, status, i % 3 == 2 ? "oom" : "ok");
+    CPB_RESULTS_SET(r, reason, i % 3 == 2 ? "device capacity exceeded" : "");
+    r->world_size = 8;
+    r->seq_len = 1000 + i;
+    r->peak_bytes = ((int64_t)1 << 36) + i; /* > 2^32: 64-bit columns */
+    r->at_peak_bytes[CPB_TAG_COUNT - 1] = 7 * i;
+    r->step_s = 0.5 * i;
+    r->tokens_per_s_per_gpu = 123.25 + i;
+}
+
+static void check_row(const cpb_results_row *r, int i)
+{
+    cpb_results_row want;
+    fill_row(&want, i);
+    cr_expect_str_eq(r->method, want.method, "row %d method", i);
+    cr_expect_str_eq(r->status, want.status, "row %d status", i);
+    cr_expect_str_eq(r->reason, want.reason, "row %d reason", i);
+    cr_expect_eq(r->seq_len, want.seq_len, "row %d seq_len", i);
+    cr_expect_eq(r->peak_bytes, want.peak_bytes, "row %d peak", i);
+    cr_expect_eq(r->at_peak_bytes[CPB_TAG_COUNT - 1], want.at_peak_bytes[CPB_TAG_COUNT - 1]);
+    cr_expect_float_eq(r->step_s, want.step_s, 1e-12);
+    cr_expect_float_eq(r->tokens_per_s_per_gpu, want.tokens_per_s_per_gpu, 1e-12);
+    cr_expect_neq(r->timestamp[0], 0, "row %d has a timestamp", i);
+}
+
+static void write_rows(const char *path, int from, int to)
+{
+    cpb_provenance p;
+    prov(&p, "all");
+    cpb_results *f = NULL;
+    char err[1024];
+    cr_assert_eq(cpb_results_open(path, &p, &f, err, sizeof err), CPB_OK, "%s", err);
+    for (int i = from; i < to; i++) {
+        cpb_results_row r;
+        fill_row(&r, i);
+        cr_assert_eq(cpb_results_append(f, &r, err, sizeof err), CPB_OK, "%s", err);
+    }
+    cr_expect_eq(cpb_results_rows(f), to);
+    cpb_results_close(f);
+}
+
+/* whole file contents, to prove a refused file is untouched */
+static char *slurp(const char *path, long *len)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f);
+    fseek(f, 0, SEEK_END);
+    *len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)*len + 1);
+    cr_assert_eq(fread(b, 1, (size_t)*len, f), (size_t)*len);
+    fclose(f);
+    return b;
+}
+
+static void expect_refused_untouched(const char *path, const char *needle)
+{
+    long n0, n1;
+    char *before = slurp(path, &n0);
+    cpb_provenance p;
+    prov(&p, "ring");
+    cpb_results *f = NULL;
+    char err[1024] = "";
+    int rc = cpb_results_open(path, &p, &f, err, sizeof err);
+    cr_expect_eq(rc, CPB_ERR_IO, "a foreign file must be refused");
+    cr_expect_null(f);
+    cr_expect(strstr(err, needle) != NULL, "message '%s' should say '%s'", err, needle);
+    cr_expect(strstr(err, "untouched") != NULL, "message '%s' should say untouched", err);
+    char *after = slurp(path, &n1);
+    cr_expect_eq(n0, n1, "refused file changed size");
+    cr_expect(memcmp(before, after, (size_t)n0) == 0, "refused file changed");
+    free(before);
+    free(after);
+}
+
+Test(results_h5, create_write_read_schema)
+{
+    make_dir();
+    char path[512];
+    path_in_dir(path, sizeof path, "a.h5");
+    write_rows(path, 0, 3);
+    cpb_results_row *rows;
+    int64_t n;
+    char err[1024];
+    cr_assert_eq(cpb_results_read(path, &rows, &n, err, sizeof err), CPB_OK, "%s", err);
+    cr_assert_eq(n, 3);
+    for (int i = 0; i < 3; i++) check_row(&rows[i], i);
+    free(rows);
+
+    /* provenance attributes on the file, read with the plain HDF5 API as any reader would */
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    cr_assert_geq(f, 0);
+    const char *attrs[] = {"cpbench_schema", "cpbench_schema_version", "command_line", "git_commit",
+                           "date", "host", "backend", "gpu", "gpu_count", "hdf5_version"};
+    for (size_t i = 0; i < sizeof attrs / sizeof *attrs; i++)
+        cr_expect_gt(H5Aexists(f, attrs[i]), 0, "attribute %s", attrs[i]);
+    hid_t d = H5Dopen2(f, "/runs", H5P_DEFAULT);
+    hid_t t = H5Dget_type(d);
+    for (const char *const *c = cpb_results_column_names(); *c; c++)
+        cr_expect_geq(H5Tget_member_index(t, *c), 0, "column %s", *c);
+    /* the required columns of the issue are all there */
+    const char *need[] = {"method", "model", "backend", "gpu", "world_size", "seq_len", "head_chunk",
+                          "seq_chunk", "scope", "status", "reason", "peak_bytes", "reserved_bytes",
+                          "device_used_bytes", "intermediate_bytes", "host_peak_bytes", "step_s",
+                          "fwd_s", "bwd_s", "tokens_per_s", "tokens_per_s_per_gpu",
+                          "tflops_per_gpu", "comm_bytes", "timestamp"};
+    for (size_t i = 0; i < sizeof need / sizeof *need; i++)
+        cr_expect_geq(H5Tget_member_index(t, need[i]), 0, "required column %s", need[i]);
+    H5Tclose(t);
+    H5Dclose(d);
+    H5Fclose(f);
+}
+
+Test(results_h5, append_keeps_earlier_rows_and_records_sessions)
+{
+    make_dir();
+    char path[512];
+    path_in_dir(path, sizeof path, "b.h5");
+    write_rows(path, 0, 4);
+    write_rows(path, 4, 6);
+    write_rows(path, 6, 7);
+    cpb_results_row *rows;
+    int64_t n;
+    char err[1024];
+    cr_assert_eq(cpb_results_read(path, &rows, &n, err, sizeof err), CPB_OK, "%s", err);
+    cr_assert_eq(n, 7);
+    for (int i = 0; i < 7; i++) check_row(&rows[i], i);
+    cr_expect_eq(rows[0].session, 0);
+    cr_expect_eq(rows[3].session, 0);
+    cr_expect_eq(rows[4].session, 1);
+    cr_expect_eq(rows[6].session, 2);
+    free(rows);
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t d = H5Dopen2(f, "/sessions", H5P_DEFAULT);
+    hid_t sp = H5Dget_space(d);
+    hsize_t ns = 0;
+    H5Sget_simple_extent_dims(sp, &ns, NULL);
+    cr_expect_eq(ns, 3, "one /sessions row per writer");
+    H5Sclose(sp);
+    H5Dclose(d);
+    H5Fclose(f);
+}
+
+Test(results_h5, refuses_text_file_untouched)
+{
+    make_dir();
+    char path[512];
+    path_in_dir(path, sizeof path, "notes.h5");
+    FILE *f = fopen(path, "w");
+    fputs("my precious notes\n", f);
+    fclose(f);
+    expect_refused_untouched(path, "not an HDF5 file");
+}
+
+Test(results_h5, refuses_foreign_hdf5_untouched)
+{
+    make_dir();
+    char path[512];
+    path_in_dir(path, sizeof path, "foreign.h5");
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hsize_t n = 4;
+    hid_t sp = H5Screate_simple(1, &n, NULL);
+    hid_t d = H5Dcreate2(f, "/runs", H5T_STD_I32LE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    int v[4] = {1, 2, 3, 4};
+    H5Dwrite(d, H5T_NATIVE_INT, H5S_ALL, H5S_ALL, H5P_DEFAULT, v);
+    H5Dclose(d);
+    H5Sclose(sp);
+    H5Fclose(f);
+    expect_refused_untouched(path, "not a cpbench results file");
+}
+
+Test(results_h5, refuses_other_schema_version_untouched)
+{
+    make_dir();
+    char path[512];
+    path_in_dir(path, sizeof path, "v99.h5");
+    write_rows(path, 0, 2);
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    hid_t a = H5Aopen(f, "cpbench_schema_version", H5P_DEFAULT);
+    int v = 99;
+    H5Awrite(a, H5T_NATIVE_INT, &v);
+    H5Aclose(a);
+    H5Fclose(f);
+    expect_refused_untouched(path, "schema version 99");
+}
+
+Test(results_h5, refuses_missing_directory)
+{
+    cpb_provenance p;
+    prov(&p, "ring");
+    cpb_results *f = NULL;
+    char err[1024] = "";
+    cr_expect_eq(cpb_results_open("/nonexistent-dir-cpb/x.h5", &p, &f, err, sizeof err), CPB_ERR_IO);
+    cr_expect(strstr(err, "cannot create /nonexistent-dir-cpb/x.h5") != NULL, "%s", err);
+}
+
+/* A writer killed with SIGKILL between rows (as a sweep killed mid-way) leaves a file that
+ * reopens, for reading and for appending, with every row it finished. */
+Test(results_h5, sigkill_mid_sweep_leaves_finished_rows)
+{
+    make_dir();
+    char path[512];
+    path_in_dir(path, sizeof path, "killed.h5");
+    int fds[2];
+    cr_assert_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        close(fds[0]);
+        cpb_provenance p;
+        prov(&p, "all");
+        cpb_results *f = NULL;
+        char err[1024];
+        if (cpb_results_open(path, &p, &f, err, sizeof err) != CPB_OK) _exit(3);
+        for (int i = 0;; i++) { /* runs until killed */
+            cpb_results_row r;
+            fill_row(&r, i);
+            if (cpb_results_append(f, &r, err, sizeof err) != CPB_OK) _exit(4);
+            int done = i + 1;
+            if (write(fds[1], &done, sizeof done) != sizeof done) _exit(5);
+            usleep(2000); /* "the next trial" */
+        }
+    }
+    close(fds[1]);
+    int done = 0, got;
+    while (done < 20 && read(fds[0], &got, sizeof got) == sizeof got) done = got;
+    cr_assert_eq(done, 20, "the writer should report 20 rows before it is killed");
+    kill(pid, SIGKILL);
+    int st;
+    waitpid(pid, &st, 0);
+    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "child should die of SIGKILL");
+    while (read(fds[0], &got, sizeof got) == sizeof got) done = got; /* rows it finished after */
+    close(fds[0]);
+
+    cpb_results_row *rows;
+    int64_t n;
+    char err[1024];
+    cr_assert_eq(cpb_results_read(path, &rows, &n, err, sizeof err), CPB_OK, "%s", err);
+    cr_expect_geq(n, done, "file has %lld rows, the writer finished %d", (long long)n, done);
+    for (int i = 0; i < n; i++) check_row(&rows[i], i);
+    free(rows);
+
+    /* an interrupted sweep resumes into the same file */
+    write_rows(path, (int)n, (int)n + 1);
+    cr_assert_eq(cpb_results_read(path, &rows, &n, err, sizeof err), CPB_OK, "%s", err);
+    for (int i = 0; i < n; i++) check_row(&rows[i], i);
+    free(rows);
+}
+
+Test(results_h5, argv_is_quoted_for_the_shell)
+{
+    char out[256];
+    char *argv[] = {"cpbench", "run", "--out", "my file.h5", "it's"};
+    cpb_provenance_join_argv(out, sizeof out, 5, argv);
+    cr_expect_str_eq(out, "cpbench run --out 'my file.h5' 'it'\\''s'");
+    char small[8];
+    cpb_provenance_join_argv(small, sizeof small, 5, argv);
+    cr_expect_eq(strlen(small), 7u);
+}
+
+/* ---- the row `cpbench run` makes, as a results row (results_from_run.c) */
+#include "results_from_run.h"
+
+Test(results_h5, row_from_run_keeps_every_column)
+{
+    cpb_problem p;
+    memset(&p, 0, sizeof p);
+    p.S = 1 << 20;
+    p.D = 4096;
+    p.H = 32;
+    p.G = 8;
+    p.d = 128;
+    p.C = 8;
+    p.dtype = CPB_BF16;
+    p.offload_group = 2;
+    snprintf(p.model, sizeof p.model, "llama3-8b");
+    cpb_run_row in;
+    memset(&in, 0, sizeof in);
+    snprintf(in.method, sizeof in.method, "upipe");
+    snprintf(in.backend, sizeof in.backend, "sim");
+    snprintf(in.gpu, sizeof in.gpu, "h100-sxm");
+    snprintf(in.scope, sizeof in.scope, "model");
+    snprintf(in.status, sizeof in.status, "oom");
+    snprintf(in.reason, sizeof in.reason, "needs 96 GiB");
+    in.world_size = 8;
+    in.seq_len = p.S;
+    in.head_chunk = 8;
+    in.peak_bytes = 11;
+    in.reserved_bytes = 12;
+    in.device_used_bytes = 13;
+    in.intermediate_bytes = 14;
+    in.host_peak_bytes = 15;
+    in.fwd_peak = 16;
+    in.bwd_peak = 17;
+    in.capacity = 18;
+    in.at_peak[3] = 19;
+    in.step_s = 2.0;
+    in.fwd_s = 0.5;
+    in.bwd_s = 1.5;
+    in.tokens_per_s = 3.0;
+    in.tokens_per_s_per_gpu = 4.0;
+    in.tflops_per_gpu = 5.0;
+    in.comm_bytes = 6.0;
+    in.pcie_bytes = 7.0;
+    in.timestamp = 0; /* none: the writer stamps it */
+    cpb_results_row o;
+    cpb_results_from_run(&in, &p, 1, 3, &o);
+    cr_expect_str_eq(o.method, "upipe");
+    cr_expect_str_eq(o.model, "llama3-8b");
+    cr_expect_str_eq(o.scope, "model");
+    cr_expect_str_eq(o.status, "oom");
+    cr_expect_str_eq(o.reason, "needs 96 GiB");
+    cr_expect_str_eq(o.dtype, "bf16");
+    cr_expect_eq(o.hidden, 4096);
+    cr_expect_eq(o.heads, 32);
+    cr_expect_eq(o.kv_heads, 8);
+    cr_expect_eq(o.head_dim, 128);
+    cr_expect_eq(o.head_chunk, 0, "the option as asked (0 = default), not the resolved 8");
+    cr_expect_eq(o.offload_group, 2);
+    cr_expect_eq(o.warmup, 1);
+    cr_expect_eq(o.iters, 3);
+    int64_t want[] = {11, 12, 13, 14, 15, 16, 17, 18};
+    int64_t got[] = {o.peak_bytes, o.reserved_bytes, o.device_used_bytes, o.intermediate_bytes,
+                     o.host_peak_bytes, o.fwd_peak_bytes, o.bwd_peak_bytes, o.capacity_bytes};
+    for (int i = 0; i < 8; i++) cr_expect_eq(got[i], want[i], "memory column %d", i);
+    cr_expect_eq(o.at_peak_bytes[3], 19);
+    double wd[] = {2.0, 0.5, 1.5, 3.0, 4.0, 5.0, 6.0, 7.0};
+    double gd[] = {o.step_s, o.fwd_s, o.bwd_s, o.tokens_per_s, o.tokens_per_s_per_gpu,
+                   o.tflops_per_gpu, o.comm_bytes, o.pcie_bytes};
+    for (int i = 0; i < 8; i++) cr_expect_float_eq(gd[i], wd[i], 0, "time/rate column %d", i);
+
+    /* the same point is found again; another length is not */
+    cpb_results_row q;
+    cpb_results_point(&p, "upipe", "sim", "h100-sxm", "model", &q);
+    cr_expect(cpb_results_same_point(&o, &q));
+    q.seq_len *= 2;
+    cr_expect(!cpb_results_same_point(&o, &q));
+}
