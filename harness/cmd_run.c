@@ -16,6 +16,7 @@
 #include "args.h"
 #include "cpb_backend.h"
 #include "gpu_profiles.h"
+#include "profile_iter.h"
 #include "model_scope.h"
 #include "results_from_run.h"
 #include "results_h5.h"
@@ -178,6 +179,7 @@ int cpb_cmd_run(int argc, char **argv)
         fprintf(stderr, "cpbench run: %s\n", err);
         return 2;
     }
+    cpb_profile_iter_select(a.profile_iter); /* the trial loop brackets that iteration */
     const cpb_method *ms[2];
     int n = cpb_args_methods(&a, ms, 2, err, sizeof err);
     if (n < 0) {

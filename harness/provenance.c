@@ -105,8 +105,12 @@ static void version_strings(cpb_provenance *p)
         int rt = 0, drv = 0;
         cudaRuntimeGetVersion(&rt);
         if (cudaDriverGetVersion) cudaDriverGetVersion(&drv);
-        snprintf(p->cuda_version, sizeof p->cuda_version, "runtime %d.%d, driver %d.%d",
-                 rt / 1000, (rt % 1000) / 10, drv / 1000, (drv % 1000) / 10);
+        if (drv > 0)
+            snprintf(p->cuda_version, sizeof p->cuda_version, "runtime %d.%d, driver %d.%d",
+                     rt / 1000, (rt % 1000) / 10, drv / 1000, (drv % 1000) / 10);
+        else /* cudart linked, no NVIDIA driver on this machine */
+            snprintf(p->cuda_version, sizeof p->cuda_version, "runtime %d.%d, no driver",
+                     rt / 1000, (rt % 1000) / 10);
     }
     if (ncclGetVersion) {
         int v = 0;

@@ -1,6 +1,7 @@
 /* run_trial.c — one trial turned into a results row (run_trial.h): on the simulator from
  * cpb_sim_layer, on cpu/cuda from measured steps reduced over the ranks. */
 #include "run_trial.h"
+#include "profile_iter.h"
 
 #include <mpi.h>
 #include <stdlib.h>
@@ -150,7 +151,15 @@ int cpb_run_measured(cpb_ctx *ctx, const cpb_problem *p, const cpb_method *m, in
     cpb_trial_result best = {0};
     for (int it = 0; rc == CPB_OK && it < warmup + iters; it++) {
         cpb_reset_stats(ctx);
-        rc = cpb_trial_step(ctx, m, &L, tr);
+        /* --profile-iter: a profiler capture range around one step */
+        rc = cpb_profile_iter_begin(ctx, it);
+        if (rc == CPB_OK) {
+            rc = cpb_trial_step(ctx, m, &L, tr); /* sets tr->reason on failure */
+            if (rc == CPB_OK && (rc = cpb_profile_iter_end(ctx, it)) != CPB_OK)
+                snprintf(tr->reason, sizeof tr->reason, "%s", cpb_errmsg(ctx));
+        } else {
+            snprintf(tr->reason, sizeof tr->reason, "%s", cpb_errmsg(ctx));
+        }
         if (rc != CPB_OK) {
             snprintf(reason, sizeof reason, "%s", tr->reason);
             break;

@@ -270,6 +270,37 @@ static int reference(const cpb_problem *p, const cpb_host_inputs *in, cpb_verify
     return cpb_reference_layer(p, &ri, &ro, msg, len);
 }
 
+/* Which methods run: check() is a pure function of the problem, so every rank decides the
+ * same; rank 0 reports refusals (skipped under --method all, a pass under --expect-refuse)
+ * and acceptances under --expect-refuse (a failure).  Returns how many run. */
+static int select_methods(const cpb_args *a, const cpb_problem *p, const cpb_method *const *methods, int n,
+                          const char *label, int *runs, int *failed, int *refused_hard)
+{
+    const int rank = world_rank(), all = strcmp(a->method, "all") == 0;
+    int n_run = 0;
+    for (int i = 0; i < n; i++) {
+        char why[1024] = "";
+        int refused = methods[i]->check && methods[i]->check(p, why, sizeof why) != CPB_OK;
+        runs[i] = !refused && !a->expect_refuse;
+        n_run += runs[i];
+        if (!refused && a->expect_refuse) *failed = 1;
+        if (refused && !a->expect_refuse && !all) *refused_hard = 1;
+        if (rank != 0) continue;
+        const char *name = methods[i]->name;
+        if (refused) {
+            cpb_verdict v = a->expect_refuse ? CPB_VERDICT_REFUSED_OK : CPB_VERDICT_REFUSED;
+            if (label) printf("%-28s %-10s %s: %s\n", label, name, cpb_verdict_name(v), why);
+            else printf("%s: %s%s: %s\n", name, all && !a->expect_refuse ? "skipped, " : "",
+                        a->expect_refuse ? "refused as expected" : "refused", why);
+        } else if (a->expect_refuse) {
+            if (label) printf("%-28s %-10s FAIL: accepted a shape it was expected to refuse\n", label, name);
+            else printf("%s: FAIL: accepted a shape it was expected to refuse (--expect-refuse)\n", name);
+        }
+    }
+    if (rank == 0) fflush(stdout);
+    return n_run;
+}
+
 int cpb_verify_invocation(const cpb_args *a, const char *label)
 {
     const int rank = world_rank();
@@ -288,7 +319,8 @@ int cpb_verify_invocation(const cpb_args *a, const char *label)
     if (rc == CPB_OK && (n = cpb_args_methods(a, methods, MAX_METHODS, msg, sizeof msg)) < 0) rc = CPB_ERR_INVALID;
     if (rc != CPB_OK) {
         /* a shape the problem itself cannot have (S % C, H % G, ...) is a refusal too */
-        int refused_ok = a->expect_refuse && n >= 0 && strcmp(a->backend, "sim") != 0;
+        int refused_ok = a->expect_refuse && n >= 0 && strcmp(a->backend, "sim") != 0 && a->method[0] &&
+                         a->model[0] && a->seq > 0;
         if (rank == 0) {
             if (refused_ok && label) printf("%-28s %-10s %s: %s\n", label, a->method, cpb_verdict_name(CPB_VERDICT_REFUSED_OK), msg);
             else if (refused_ok) printf("%s: refused as expected: %s\n", a->method, msg);
@@ -303,32 +335,8 @@ int cpb_verify_invocation(const cpb_args *a, const char *label)
                cpb_dtype_name(p.dtype), (unsigned long long)a->seed, a->backend);
         fflush(stdout);
     }
-    /* which methods run: check() is a pure function of the problem, the same on all ranks */
-    int runs[MAX_METHODS], n_run = 0, failed = 0, refused_hard = 0;
-    for (int i = 0; i < n; i++) {
-        char why[1024] = "";
-        int refused = methods[i]->check && methods[i]->check(&p, why, sizeof why) != CPB_OK;
-        runs[i] = !refused && !a->expect_refuse;
-        n_run += runs[i];
-        if (rank != 0) {
-            if (!refused && a->expect_refuse) failed = 1;
-            if (refused && !a->expect_refuse && !all) refused_hard = 1;
-            continue;
-        }
-        const char *name = methods[i]->name;
-        if (refused) {
-            cpb_verdict v = a->expect_refuse ? CPB_VERDICT_REFUSED_OK : CPB_VERDICT_REFUSED;
-            if (!a->expect_refuse && !all) refused_hard = 1;
-            if (label) printf("%-28s %-10s %s: %s\n", label, name, cpb_verdict_name(v), why);
-            else printf("%s: %s%s: %s\n", name, all && !a->expect_refuse ? "skipped, " : "",
-                        a->expect_refuse ? "refused as expected" : "refused", why);
-        } else if (a->expect_refuse) {
-            failed = 1;
-            if (label) printf("%-28s %-10s FAIL: accepted a shape it was expected to refuse\n", label, name);
-            else printf("%s: FAIL: accepted a shape it was expected to refuse (--expect-refuse)\n", name);
-        }
-    }
-    if (rank == 0) fflush(stdout);
+    int runs[MAX_METHODS], failed = 0, refused_hard = 0;
+    int n_run = select_methods(a, &p, methods, n, label, runs, &failed, &refused_hard);
     if (all && !a->expect_refuse && n_run == 0) {
         if (rank == 0) report_error(label, "no method accepts this shape");
         return 2;

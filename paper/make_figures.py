@@ -35,7 +35,7 @@ except ImportError:  # pragma: no cover - set-up problem, reported clearly
 
 GIB = float(1 << 30)
 HERE = os.path.dirname(os.path.abspath(__file__))
-METHOD_ORDER = ["ulysses", "ring", "upipe", "fpdt", "offload", "metp", "tp", "usp", "native"]
+METHOD_ORDER = ["ulysses", "ring", "upipe", "hupipe", "fpdt", "offload", "metp", "tp", "usp", "native"]
 BACKEND_WORDS = {
     "sim": "simulator prediction (not a measurement)",
     "cuda": "measured on GPUs",

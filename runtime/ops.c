@@ -28,7 +28,16 @@ int cpb_view_check(cpb_ctx *ctx, const char *what, const cpb_view *v)
 
 void cpb_op_begin(cpb_ctx *ctx, int stream, const char *op)
 {
-    snprintf(ctx->opname, sizeof ctx->opname, "%s%s%s", ctx->range, ctx->range[0] ? "/" : "", op);
+    /* "<range>/<op>", built without printf: this runs for every op, and schedules such as
+     * fpdt's issue hundreds of thousands of them in one simulated trial */
+    size_t cap = sizeof ctx->opname - 1, n = strlen(ctx->range);
+    if (n > cap) n = cap;
+    memcpy(ctx->opname, ctx->range, n);
+    if (n && n < cap) ctx->opname[n++] = '/';
+    size_t m = strlen(op);
+    if (m > cap - n) m = cap - n;
+    memcpy(ctx->opname + n, op, m);
+    ctx->opname[n + m] = 0;
     cpb_race_op_begin(ctx, stream);
 }
 

@@ -120,7 +120,10 @@ int cpb_race_access(cpb_ctx *ctx, int stream, const cpb_view *v, int write)
     r->tick = R->vc[stream][stream];
     r->lo = lo;
     r->hi = hi;
-    snprintf(r->op, sizeof r->op, "%s", ctx->opname);
+    size_t n = strlen(ctx->opname);
+    if (n >= sizeof r->op) n = sizeof r->op - 1;
+    memcpy(r->op, ctx->opname, n);
+    r->op[n] = 0;
     return CPB_OK;
 }
 

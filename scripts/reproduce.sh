@@ -72,17 +72,31 @@ else
   note_fail "CPU verification (results/logs/verify-cpu.log)"
 fi
 
+# ---------------------------------------------------------------- GPUs present?
+NGPU=0 GPU_NAME="" PROFILE=h100-sxm
+if [ "${CPB_REPRODUCE_BACKEND:-}" != sim ] && command -v nvidia-smi >/dev/null 2>&1; then
+  NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+  GPU_NAME=$(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null | head -1)
+fi
+# the simulator predicts for this machine's GPU when it has a profile for it (so its
+# predictions bracket the measurements), else for the paper's H100
+case "$GPU_NAME" in
+  *H200*) PROFILE=h200 ;;
+  *A100*40*) PROFILE=a100-40g ;;
+  *A100*) PROFILE=a100-80g ;;
+esac
+
 # ---------------------------------------------------------------- 2. simulator, full scale
 sim_sweep() { # label, then cpbench sweep options
   local label=$1
   shift
   log "   sim: $label"
-  "$CPB" sweep --backend sim --method all --out "$SIM_H5" "$@" > "$LOGS/sim-$label.log" 2>&1
+  "$CPB" sweep --backend sim --gpu "$PROFILE" --method all --out "$SIM_H5" "$@" > "$LOGS/sim-$label.log" 2>&1
   local rc=$?
   grep -E "^# [a-z]+: (largest|no length)" "$LOGS/sim-$label.log" | sed 's/^/      /'
   [ $rc -eq 0 ] || note_fail "simulator sweep $label (exit $rc; rows with status error in results/logs/sim-$label.log)"
 }
-log "2/4 simulator at full scale -> $SIM_H5 (predictions: exact tracked memory, modelled time, H100 profile)"
+log "2/4 simulator at full scale -> $SIM_H5 (predictions: exact tracked memory, modelled time, GPU profile $PROFILE)"
 for scope in layer model; do
   sim_sweep "llama3-8b-8gpu-$scope-grid" --model llama3-8b --gpus 8 --scope $scope --seq-list $LIST
   sim_sweep "llama3-8b-8gpu-$scope-max" --model llama3-8b --gpus 8 --scope $scope \
@@ -93,16 +107,14 @@ for scope in layer model; do
   # the paper's Qwen3-32B runs: 16 GPUs, Ulysses 8 inside a node x ring 2 across
   sim_sweep "qwen3-32b-16gpu-$scope-grid" --model qwen3-32b --gpus 16 --gpus-per-node 8 \
     --ulysses-degree 8 --scope $scope --seq-list $LIST
+  sim_sweep "qwen3-32b-16gpu-$scope-max" --model qwen3-32b --gpus 16 --gpus-per-node 8 \
+    --ulysses-degree 8 --scope $scope --seq-start 128K --seq-stop 8M --bisect $BISECT
 done
 
 # ---------------------------------------------------------------- 3. GPUs
-NGPU=0
-if [ "${CPB_REPRODUCE_BACKEND:-}" != sim ] && command -v nvidia-smi >/dev/null 2>&1; then
-  NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
-fi
 if [ "$NGPU" -gt 0 ]; then
   C=$(( NGPU < 8 ? NGPU : 8 ))
-  log "3/4 cuda backend on $C of $NGPU GPUs ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)) -> $CUDA_H5: measured"
+  log "3/4 cuda backend on $C of $NGPU GPUs ($GPU_NAME) -> $CUDA_H5: measured"
   log "   preflight: cpbench selftest --backend cuda"
   "$CPB" selftest --backend cuda > "$LOGS/selftest-cuda.log" 2>&1 \
     || { tail -n 20 "$LOGS/selftest-cuda.log" >&2; die "cuda self-test failed (results/logs/selftest-cuda.log); no GPU numbers were taken"; }
@@ -113,14 +125,15 @@ if [ "$NGPU" -gt 0 ]; then
   for model in llama3-8b qwen3-32b; do
     for m in $("$CPB" list | awk '/^Methods:/{f=1;next} /^$/{f=0} f{print $1}'); do
       # the simulator's longest fit and first OOM for this method: the GPUs bracket there
-      extra=$("$PY" - "$SIM_H5" "$model" "$C" "$m" <<'PYEOF'
+      extra=$("$PY" - "$SIM_H5" "$model" "$C" "$m" "$PROFILE" <<'PYEOF'
 import sys, h5py
 f, model, C, m = sys.argv[1], sys.argv[2].encode(), int(sys.argv[3]), sys.argv[4].encode()
 try:
     r = h5py.File(f, "r")["runs"][:]
 except OSError:
     sys.exit(0)
-r = r[(r["model"] == model) & (r["world_size"] == C) & (r["method"] == m) & (r["scope"] == b"layer")]
+r = r[(r["model"] == model) & (r["world_size"] == C) & (r["method"] == m) & (r["scope"] == b"layer")
+      & (r["gpu"] == sys.argv[5].encode())]
 ok = r[r["status"] == b"ok"]["seq_len"]
 oom = r[r["status"] == b"oom"]["seq_len"]
 pts = ([int(ok.max())] if len(ok) else []) + ([int(oom.min())] if len(oom) else [])

@@ -71,6 +71,9 @@ __global__ void merge_kernel(kview oa, kview la, kview op, kview lp, int64_t ite
     for (int64_t it = warp; it < items; it += nwarps) {
         int64_t h = it % oa.heads, r = it / oa.heads;
         float l_acc = kv_get(la, kv_off(la, r, h, 0)), l_part = kv_get(lp, kv_off(lp, r, h, 0));
+        /* every lane has read lse_acc before lane 0 rewrites it below (lanes are scheduled
+         * independently: a late reader would see the new value and take the other branch) */
+        __syncwarp();
         if (l_part == -INFINITY) continue;
         if (l_acc == -INFINITY) {
             for (int64_t c = lane; c < oa.dim; c += 32)
@@ -85,7 +88,6 @@ __global__ void merge_kernel(kview oa, kview la, kview op, kview lp, int64_t ite
             int64_t oo = kv_off(oa, r, h, c);
             kv_put(oa, oo, kv_get(oa, oo) * wa + kv_get(op, kv_off(op, r, h, c)) * wp);
         }
-        __syncwarp();
         if (lane == 0) kv_put(la, kv_off(la, r, h, 0), l_new);
     }
 }

@@ -69,13 +69,3 @@ int cpb_stages_kv_last(const cpb_stages *s, int t)
 {
     return t == s->nstage - 1 || cpb_stages_kv_changes(s, t + 1);
 }
-
-int cpb_stages_need_gather(const cpb_stages *s)
-{
-    for (int t = 0; t < s->nstage; t++) {
-        cpb_a2a_map q, kv;
-        cpb_stages_maps(s, t, &q, &kv);
-        if (cpb_a2a_needs_gather(&q) || cpb_a2a_needs_gather(&kv)) return 1;
-    }
-    return 0;
-}

@@ -33,8 +33,6 @@ void cpb_stages_maps(const cpb_stages *s, int t, cpb_a2a_map *q, cpb_a2a_map *kv
 int cpb_stages_kv_changes(const cpb_stages *s, int t);
 /* 1 when stage t is the last on its kv heads */
 int cpb_stages_kv_last(const cpb_stages *s, int t);
-/* 1 when some stage's heads are not consecutive weight columns (gradients gather them) */
-int cpb_stages_need_gather(const cpb_stages *s);
 
 #ifdef __cplusplus
 }

@@ -26,7 +26,6 @@ typedef struct bwd_bufs {
     cpb_buf *dls, *dlh;      /* delta fp32 [2c][m]: sent (then ring order), received */
     cpb_buf *kv;             /* [K | V] [2c][nk][d] ring order */
     cpb_buf *dkv, *dkv_stage;/* fp32 [dK | dV]: sum over the kv group's stages, one stage */
-    cpb_buf *wg;             /* the stage's weight columns [D][U*d] when not consecutive */
     cpb_buf *dx32;           /* dx accumulator (cpb_uly_dx_begin) */
 } bwd_bufs;
 
@@ -46,7 +45,8 @@ static int out_grad(cpb_ctx *ctx, cpb_layer *L, const hupipe_plan *pl, const cpb
 }
 
 /* One projection's gradient: fp32 ring order (at g_off) -> a2a order in qx -> exchanged
- * head->seq into doh -> dW and dx; qx, once sent, lays the chunks side by side for dx. */
+ * head->seq into doh -> dW and dx, the stage's strided heads addressed in place (no
+ * gathered weight columns), as upipe does. */
 static int give_back(cpb_ctx *ctx, const hupipe_plan *pl, const char *what, const cpb_a2a_map *m, cpb_buf *grad32,
                      int64_t g_off, bwd_bufs *b, cpb_buf *w, int w_heads, int rope, cpb_buf *dw)
 {
@@ -56,7 +56,7 @@ static int give_back(cpb_ctx *ctx, const hupipe_plan *pl, const char *what, cons
     CPB_TRY(cpb_range_push(ctx, "%s", what));
     CPB_TRY(cpb_grid_to_a2a(ctx, ST, &sh->g, (int64_t)m->n * sh->d, grad32, g_off, b->qx, 0));
     CPB_TRY(cpb_grid_a2a(ctx, ST, &sh->g, b->qx, 0, b->doh, 0, cpb_a2a_elems(m, sh->s, sh->d)));
-    CPB_TRY(cpb_a2a_grad_project(ctx, ST, m, &sq, b->doh, b->qx, b->wg, w, w_heads, dw, b->dx32));
+    CPB_TRY(cpb_a2a_grad_project_inplace(ctx, ST, m, &sq, b->doh, w, w_heads, dw, b->dx32));
     return cpb_range_pop(ctx);
 }
 
@@ -118,13 +118,11 @@ static int backward_body(cpb_ctx *ctx, cpb_layer *L, const hupipe_plan *pl, hupi
     CPB_TRY(cpb_alloc(ctx, &b.dkv, 2 * pl->Nkm, CPB_FP32, CPB_TAG_GRAD_ACT, "dkv32"));
     if (kv_shared(&pl->st))
         CPB_TRY(cpb_alloc(ctx, &b.dkv_stage, 2 * pl->Nkm, CPB_FP32, CPB_TAG_GRAD_ACT, "dkv32_stage"));
-    if (cpb_stages_need_gather(&pl->st)) /* kv maps never need more than the q map: nk <= m */
-        CPB_TRY(cpb_alloc(ctx, &b.wg, sh->D * pl->st.U * sh->d, dt, CPB_TAG_GATHER, "w_gather"));
     for (int t = 0; t < pl->st.nstage; t++) {
         CPB_TRY(cpb_range_push(ctx, "stage%d", t));
         CPB_TRY(range_end(ctx, stage(ctx, L, pl, t, &b, s)));
     }
-    cpb_buf **all[] = {&b.qh, &b.qx, &b.doh, &b.dq32, &b.dls, &b.dlh, &b.kv, &b.dkv, &b.dkv_stage, &b.wg,
+    cpb_buf **all[] = {&b.qh, &b.qx, &b.doh, &b.dq32, &b.dls, &b.dlh, &b.kv, &b.dkv, &b.dkv_stage,
                        &s->oseq, &s->lse};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) CPB_TRY(cpb_free(ctx, ST, all[i]));
     return cpb_uly_dx_end(ctx, L, &b.dx32);

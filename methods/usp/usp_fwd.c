@@ -12,9 +12,9 @@ static int range_end(cpb_ctx *ctx, int rc)
     return rc != CPB_OK ? rc : rc2;
 }
 
-/* Project one tensor into `dst` at dst_off (ring order) via a packed send buffer that is
- * `dst` itself at offset 0 when free, so no separate send buffer is needed: packed send in
- * `send`, all-to-all into `recv`, permuted into dst. */
+/* Project one tensor for the local tokens into the packed `send` (a buffer dead at that
+ * moment, usually dst itself, so no separate send buffer is needed), exchange it inside
+ * the Ulysses group into `recv` and permute it to ring order into dst at dst_off. */
 static int project_exchange(cpb_ctx *ctx, const usp_shape *sh, const char *what, const cpb_a2a_map *m, cpb_buf *w,
                             int w_heads, int rope, int n, cpb_buf *send, cpb_buf *recv, cpb_buf *dst, int64_t dst_off)
 {

@@ -20,6 +20,8 @@
 #include "cpb_method.h"
 #include "cpb_presets.h"
 #include "cpb_sim.h"
+#include "common/head_stages.h"
+#include "upipe/upipe.h"
 
 static cpb_problem problem(int64_t S, int C, int u, int64_t D, int H, int G, int d, int U, cpb_dtype dt)
 {
@@ -107,20 +109,19 @@ static int kv_shared(const cpb_problem *p)
 
 /* Backward peak, in a stage's ring backward diagonal: saved + the stage buffers (q, the
  * exchange spare, dO [c2][m][d]; fp32 dq; fp32 delta sent and received [c2][m]; K,V of the
- * stage; fp32 dK,dV sum, and a second one when stages share kv heads) + the weight
- * columns of a stage [D][U*d] when they are not consecutive (u > 1 and G < u or m != g) +
- * the attention's fp32 dq workspace (4 Nm: delta is given) + dx32 + Gw; with R > 1 the
+ * stage; fp32 dK,dV sum, and a second one when stages share kv heads; the stage's
+ * strided weight columns are addressed in place, not gathered) + the attention's fp32
+ * dq workspace (4 Nm: delta is given) + dx32 + Gw; with R > 1 the
  * ring's K,V buffers (one more, two when R >= 3 and the stage's K,V are kept for the next
  * stage), its travelling fp32 dK,dV and one step's dK,dV in the storage dtype. */
 static int64_t hupipe_bwd(const cpb_problem *p)
 {
     geo g = geometry(p);
-    int gather = g.u > 1 && (p->G < g.u || g.m != g.g);
     int keep = kv_shared(p); /* some stage is not the last on its kv heads */
     int64_t kvx = g.R >= 3 && keep ? 2 : 1;
     int64_t ring = g.R > 1 ? g.E * 2 * g.Nkm * kvx + 4 * 2 * g.Nkm + g.E * 2 * g.Nkm : 0;
     return hupipe_saved(p) + g.E * (3 * g.Nm + 2 * g.Nkm) + 4 * g.Nm + 4 * 2 * g.c2 * g.m +
-           4 * 2 * g.Nkm * (1 + keep) + (gather ? g.E * p->D * g.U * p->d : 0) + 4 * g.Nm + ring + g.dx32 + g.Gw;
+           4 * 2 * g.Nkm * (1 + keep) + 4 * g.Nm + ring + g.dx32 + g.Gw;
 }
 
 /* ---------------------------------------------------------------- running */
@@ -179,9 +180,8 @@ Test(memory_hybrid, bytes_match_the_formulas)
  * (1 - m/hq) = (1 - U/H) of Wq(hq).  Against that, hupipe keeps what it saves for
  * backward at full size: o in sequence layout (E * s*H*d = E * Nq) and the lse of every
  * head (4 * c2*hq); and, when its stages share kv heads, a second fp32 dK,dV sum
- * (8 * Nkm) and the stage's gathered weight columns (E * D*U*d).  The K,V side is the same
- * in both here (nk = hk = 1).  So
- *     usp - hupipe >= (1 - U/H) * Wq(hq) - E*Nq - 4*c2*hq - 8*Nkm - E*D*U*d
+ * (8 * Nkm).  The K,V side is otherwise the same in both here (nk = hk = 1).  So
+ *     usp - hupipe >= (1 - U/H) * Wq(hq) - E*Nq - 4*c2*hq - 8*Nkm
  * and the gap is a large part of usp's intermediate bytes. */
 Test(memory_hybrid, hupipe_below_usp_by_its_stage_share_qwen3_32b_8x2)
 {
@@ -205,7 +205,7 @@ Test(memory_hybrid, hupipe_below_usp_by_its_stage_share_qwen3_32b_8x2)
     int64_t Wq = (3 * g.E + 8) * g.Nq + 8 * g.c2 * g.hq;
     double share = 1.0 - (double)g.U / p.H;
     double predicted =
-        share * (double)Wq - (double)(g.E * g.Nq + 4 * g.c2 * g.hq + 8 * g.Nkm + g.E * p.D * g.U * p.d);
+        share * (double)Wq - (double)(g.E * g.Nq + 4 * g.c2 * g.hq + 8 * g.Nkm);
     cr_expect_gt(predicted, 0.0);
     cr_expect_geq((double)(us - hu), predicted, "usp %lld - hupipe %lld = %lld bytes, predicted at least %.0f",
                   (long long)us, (long long)hu, (long long)(us - hu), predicted);
@@ -273,4 +273,47 @@ Test(grid_layout, zigzag_chunks_sliced_over_the_ulysses_group)
     check_layout(32, 2, 2);
     check_layout(256, 16, 8);
     check_layout(480, 24, 8);
+}
+
+/* ---------------------------------------------------------------- hupipe's stage schedule */
+
+/* common/head_stages.c is upipe's schedule over a group: at C = the group size it must be
+ * upipe's own (methods/upipe/upipe_plan.c), stage by stage */
+static void check_same_schedule(int C, int H, int G, int U)
+{
+    cpb_layer L;
+    memset(&L, 0, sizeof L);
+    L.p = problem(64 * C, C, 0, 32, H, G, 8, U, CPB_BF16);
+    L.s = 64;
+    char why[256];
+    cr_assert_eq(upipe_check(&L.p, why, sizeof why), CPB_OK, "C=%d H=%d G=%d U=%d: %s", C, H, G, U, why);
+    cr_assert_eq(cpb_stages_check("t", C, H, G, U, why, sizeof why), CPB_OK, "%s", why);
+    upipe_plan pl;
+    cpb_stages st;
+    cr_assert_eq(upipe_plan_of(&L, &pl), CPB_OK);
+    cr_assert_eq(cpb_stages_of(C, H, G, U, &st), CPB_OK);
+    cr_assert_eq(st.nstage, pl.nstage);
+    cr_assert_eq(st.m, pl.m);
+    cr_assert_eq(st.nk, pl.nk);
+    for (int t = 0; t < st.nstage; t++) {
+        cpb_a2a_map q0, kv0, q1, kv1;
+        upipe_stage_maps(&pl, t, &q0, &kv0);
+        cpb_stages_maps(&st, t, &q1, &kv1);
+        cr_expect(memcmp(q0.head, q1.head, sizeof(int) * (size_t)(C * st.m)) == 0, "C=%d H=%d G=%d U=%d stage %d q", C,
+                  H, G, U, t);
+        cr_expect(memcmp(kv0.head, kv1.head, sizeof(int) * (size_t)(C * st.nk)) == 0, "C=%d H=%d G=%d U=%d stage %d kv",
+                  C, H, G, U, t);
+        cr_expect_eq(cpb_stages_kv_changes(&st, t), upipe_kv_changes(&pl, t), "stage %d", t);
+    }
+}
+
+Test(hupipe_schedule, is_upipes_over_the_group)
+{
+    check_same_schedule(4, 16, 4, 4);
+    check_same_schedule(4, 16, 8, 8);
+    check_same_schedule(2, 12, 6, 12);
+    check_same_schedule(8, 16, 2, 8);
+    check_same_schedule(3, 18, 3, 9);
+    check_same_schedule(8, 64, 8, 8);
+    check_same_schedule(1, 8, 2, 2);
 }
