@@ -267,9 +267,9 @@ typedef struct cpb_group {
 cpb_group *cpb_world(cpb_ctx *ctx);
 int cpb_rank(const cpb_ctx *ctx);
 int cpb_world_size(const cpb_ctx *ctx);
-/* Create a group from an explicit member list (world ranks, in group order).  Every member
- * calls it with the same list, and all members create their groups in the same order.
- * The group lives as long as the context. */
+/* The group of an explicit member list (world ranks, in group order), created at the first
+ * request and found again afterwards.  Every member calls it with the same list, and all
+ * members ask for their groups in the same order.  The group lives as long as the context. */
 int cpb_group_create(cpb_ctx *ctx, int n, const int *world_ranks, cpb_group **out);
 
 /* All collectives: spans must be contiguous; group NULL = world. */

@@ -116,6 +116,16 @@ int cpb_group_create(cpb_ctx *ctx, int n, const int *world_ranks, cpb_group **ou
     }
     if (n <= 0 || me < 0)
         return cpb_fail(ctx, CPB_ERR_INVALID, "rank %d creates a group it is not a member of", ctx->rank);
+    /* A group with exactly these members already exists: return it, so methods can ask for
+     * their groups in every trial without exhausting the table (every member of a group
+     * runs the same trials, so all of them find it or all of them create it). */
+    for (int i = 0; i < ctx->ngroups; i++) {
+        cpb_group *g = ctx->groups[i];
+        if (g->size == n && memcmp(g->ranks, world_ranks, sizeof(int) * (size_t)n) == 0) {
+            *out = g;
+            return CPB_OK;
+        }
+    }
     cpb_group *g = calloc(1, sizeof *g);
     int *r = g ? malloc(sizeof(int) * (size_t)n) : NULL;
     if (!g || !r) {

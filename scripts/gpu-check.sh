@@ -24,12 +24,13 @@ while [ $# -gt 0 ]; do
 done
 
 T0=$(date +%s)
-OUT=results/gpu-check
+OUT=results/logs/gpu-check
 mkdir -p "$OUT"
 LOG="$OUT/gpu-check.log"
 : > "$LOG"
 SUMMARY=()
 FAILED=0
+REFUSE_OK=0     # 1 while running benchmarks: exit 2 (a refused shape) is not a failure
 
 # MPI in containers and as root (the same environment ctest uses)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -59,6 +60,7 @@ step() {
   local st=ok note
   note=$(grep -E "passed|failed|FAIL|TFLOP|error" "$OUT/step.out" | tail -1 | cut -c1-70)
   if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then st=TIMEOUT; FAILED=1
+  elif [ $rc -eq 2 ] && [ "$REFUSE_OK" = 1 ]; then st=REFUSED  # the method refuses this shape
   elif [ $rc -ne 0 ]; then st=FAIL; FAILED=1
   fi
   SUMMARY+=("$(printf '%-44s %-8s %5s  %s' "$name" "$st" "$dt" "$note")")
@@ -121,10 +123,12 @@ step "bench-kernels (4K..16K)" 120 "$BIN" bench-kernels --seq-start 4096 --seq-s
 METHODS=$("$BIN" list | awk '/^Methods:/{m=1;next} /^$/{m=0} m && NF {print $1}' | grep -v '^(none')
 NP=$NGPU
 [ "$NP" -gt 8 ] && NP=8
+REFUSE_OK=1
 for m in $METHODS; do
   step "run $m llama3-8b S=$SEQ on $NP GPU(s)" 60 "${MPIRUN[@]}" -np "$NP" "$BIN" run --backend cuda --method "$m" \
     --model llama3-8b --seq "$SEQ" --warmup 1 --iters 2
 done
+REFUSE_OK=0
 
 # ---------------------------------------------------------------- summary
 echo

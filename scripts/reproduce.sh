@@ -109,6 +109,9 @@ for scope in layer model; do
     --ulysses-degree 8 --scope $scope --seq-list $LIST
   sim_sweep "qwen3-32b-16gpu-$scope-max" --model qwen3-32b --gpus 16 --gpus-per-node 8 \
     --ulysses-degree 8 --scope $scope --seq-start 128K --seq-stop 8M --bisect $BISECT
+  # the paper's Llama3-8B 16-GPU points (8 x 2) up to 8M: the hybrid methods and pure upipe
+  sim_sweep "llama3-8b-16gpu-$scope-grid" --model llama3-8b --gpus 16 --gpus-per-node 8 \
+    --ulysses-degree 8 --scope $scope --seq-list $LIST,6M,7M --method usp,hupipe,upipe
 done
 
 # ---------------------------------------------------------------- 3. GPUs

@@ -18,6 +18,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "cuda_dev.cuh"
 
@@ -32,7 +33,9 @@ const int kPad = 8;          /* bf16 elements of row padding: conflict-free frag
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
 {
     __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi); /* .x = lo in the low half */
-    return *reinterpret_cast<uint32_t *>(&v);
+    uint32_t r;
+    memcpy(&r, &v, sizeof r); /* a register move; no type-punned pointer */
+    return r;
 }
 
 __device__ __forceinline__ uint32_t pack_raw(uint16_t lo, uint16_t hi)

@@ -3,7 +3,6 @@
 #include <string.h>
 
 #include "common/grid.h"
-#include "cpb_backend.h" /* read-only look-up of the context's groups (grid_group) */
 
 int cpb_grid_degree(const cpb_problem *p)
 {
@@ -53,20 +52,6 @@ int cpb_grid_layout(const cpb_problem *p, int rank, cpb_segs *out)
     return CPB_OK;
 }
 
-/* The context's group with exactly these members, created when there is none yet.
- * Every rank runs the same trials, so every member finds or creates in step. */
-static int grid_group(cpb_ctx *ctx, int n, const int *ranks, cpb_group **out)
-{
-    for (int i = 0; i < ctx->ngroups; i++) {
-        cpb_group *g = ctx->groups[i];
-        if (g && g->size == n && memcmp(g->ranks, ranks, sizeof(int) * (size_t)n) == 0) {
-            *out = g;
-            return CPB_OK;
-        }
-    }
-    return cpb_group_create(ctx, n, ranks, out);
-}
-
 int cpb_grid_open(cpb_ctx *ctx, const cpb_problem *p, cpb_grid *g)
 {
     int me = cpb_rank(ctx), C = cpb_world_size(ctx), u = cpb_grid_degree(p);
@@ -83,9 +68,9 @@ int cpb_grid_open(cpb_ctx *ctx, const cpb_problem *p, cpb_grid *g)
     int members[CPB_MAX_HEADS];
     /* Ulysses group first, then the ring group, on every rank */
     for (int j = 0; j < u; j++) members[j] = g->rr * u + j;
-    CPB_TRY(grid_group(ctx, u, members, &g->uly));
+    CPB_TRY(cpb_group_create(ctx, u, members, &g->uly));
     for (int j = 0; j < g->R; j++) members[j] = j * u + g->ui;
-    CPB_TRY(grid_group(ctx, g->R, members, &g->ring));
+    CPB_TRY(cpb_group_create(ctx, g->R, members, &g->ring));
     if (g->uly->rank != g->ui || g->ring->rank != g->rr)
         return cpb_fail(ctx, CPB_ERR_INVALID, "grid: rank %d is member %d/%d of its groups, expected %d/%d", me,
                         g->uly->rank, g->ring->rank, g->ui, g->rr);

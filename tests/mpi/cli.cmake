@@ -1,5 +1,5 @@
 # CLI refusals: bad arguments exit with code 2, say what is wrong, and write nothing.
-set(CPB_EXPECT ${CMAKE_CURRENT_SOURCE_DIR}/mpi/expect_exit.sh)
+set(CPB_EXPECT sh ${CMAKE_CURRENT_SOURCE_DIR}/mpi/expect_exit.sh)
 set(CPB_CLI_DUMP ${CMAKE_CURRENT_BINARY_DIR}/cli_refusal_dump.h5)
 # full unwinding under ASan, so tests/lsan.supp matches MPI's allocations kept until exit
 set(CPB_CLI_ENV ${CPB_TEST_ENV})
