@@ -9,6 +9,9 @@
 #include <time.h>
 
 #include "trial.h"
+#ifdef CPB_HAVE_CUDA
+#include "cuda/cpb_cuda.h"
+#endif
 
 void cpb_layer_model_flops(const cpb_problem *p, double *fwd, double *bwd)
 {
@@ -144,6 +147,10 @@ int cpb_run_measured(cpb_ctx *ctx, const cpb_problem *p, const cpb_method *m, in
         return CPB_ERR_NOMEM_HOST;
     }
     cpb_layer L;
+    const int on_cuda = strcmp(ctx->be->name, "cuda") == 0;
+#ifdef CPB_HAVE_CUDA
+    if (on_cuda) cpb_cuda_mem_reset_highwater(ctx); /* reserved / device-used of this trial */
+#endif
     int rc = cpb_trial_setup(ctx, m, p, NULL, seed, &L);
     char reason[1024];
     snprintf(reason, sizeof reason, "%s", rc == CPB_OK ? "" : cpb_errmsg(ctx));
@@ -181,6 +188,11 @@ int cpb_run_measured(cpb_ctx *ctx, const cpb_problem *p, const cpb_method *m, in
         best = *tr;
         best.status = rc;
     }
+    /* the CUDA pool's reserved and the driver-level used high-waters (DESIGN section 3) */
+    int64_t hw[2] = {0, 0};
+#ifdef CPB_HAVE_CUDA
+    if (on_cuda) cpb_cuda_mem_highwater(ctx, &hw[0], &hw[1]);
+#endif
     cpb_free_all(ctx);
     cpb_clear_error(ctx);
     /* every rank must report the same outcome: take the worst status, the slowest rank per
@@ -201,9 +213,14 @@ int cpb_run_measured(cpb_ctx *ctx, const cpb_problem *p, const cpb_method *m, in
             MPI_Bcast(reason, (int)sizeof reason, MPI_CHAR, who, MPI_COMM_WORLD);
         }
     }
+    if (multi && on_cuda) MPI_Allreduce(MPI_IN_PLACE, hw, 2, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
     row->worst_rank = worst.r;
     row_status(row, code, reason);
     row_memory(row, &best);
+    if (on_cuda) {
+        row->reserved_bytes = hw[0];
+        row->device_used_bytes = hw[1];
+    }
     if (code == CPB_OK) {
         row->iters = iters;
         row->step_s = median(t, iters);

@@ -22,20 +22,17 @@ static int64_t ld_of(const cpb_view *v)
     return ld < v->dim ? v->dim : (ld < 1 ? 1 : ld);
 }
 
-/* the tracked workspace of a stream, allocated at its first GEMM */
-static int workspace(cpb_ctx *ctx, int stream)
+/* Hand cuBLAS the stream's workspace.  The front-end (cpb_gemm) allocates it through the
+ * tracked allocator at the stream's first GEMM, on every backend, so the tracked bytes are
+ * the same everywhere; cuda_release forgets it when the trial's buffers are freed. */
+static int workspace(cpb_ctx *ctx, int stream, cpb_buf *ws)
 {
     cuda_state *st = cuda_st(ctx);
-    if (st->gemm_ws[stream]) return CPB_OK;
-    cpb_buf *ws = NULL;
-    int64_t bytes = cpb_gemm_workspace_bytes();
-    CPB_TRY(cpb_alloc(ctx, &ws, bytes / 4, CPB_FP32, CPB_TAG_WORKSPACE, "gemm_ws"));
-    ws->free_stream = stream;
-    int rc = cuda_ready(ctx, ws, stream);
-    if (rc != CPB_OK) return rc; /* the buffer stays live and is freed with the trial's */
-    st->gemm_ws[stream] = ws;
-    cublasStatus_t s = cublasSetWorkspace(st->blas[stream], ws->ptr, (size_t)bytes);
+    if (!ws || st->gemm_ws[stream] == ws) return CPB_OK;
+    CPB_TRY(cuda_ready(ctx, ws, stream));
+    cublasStatus_t s = cublasSetWorkspace(st->blas[stream], ws->ptr, (size_t)ws->bytes);
     if (s != CUBLAS_STATUS_SUCCESS) return cublas_fail(ctx, s, "cublasSetWorkspace");
+    st->gemm_ws[stream] = ws;
     return CPB_OK;
 }
 
@@ -51,7 +48,7 @@ int cuda_gemm(cpb_ctx *ctx, const cpb_op *op)
                         "%s: fp32 inputs with a bf16 output are not a cuBLAS combination; give C an fp32 "
                         "buffer or the inputs bf16",
                         op->name);
-    CPB_TRY(workspace(ctx, op->stream));
+    CPB_TRY(workspace(ctx, op->stream, op->u.gemm.ws));
     cudaDataType tin = ab == CPB_BF16 ? CUDA_R_16BF : CUDA_R_32F;
     cudaDataType tout = cd == CPB_BF16 ? CUDA_R_16BF : CUDA_R_32F;
     float alpha = op->u.gemm.alpha, beta = op->u.gemm.beta;

@@ -1,13 +1,8 @@
 # CLI refusals: bad arguments exit with code 2, say what is wrong, and write nothing.
 set(CPB_EXPECT sh ${CMAKE_CURRENT_SOURCE_DIR}/mpi/expect_exit.sh)
 set(CPB_CLI_DUMP ${CMAKE_CURRENT_BINARY_DIR}/cli_refusal_dump.h5)
-# full unwinding under ASan, so tests/lsan.supp matches MPI's allocations kept until exit
-set(CPB_CLI_ENV ${CPB_TEST_ENV})
-list(FILTER CPB_CLI_ENV EXCLUDE REGEX "^ASAN_OPTIONS=")
-list(APPEND CPB_CLI_ENV "ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:fast_unwind_on_malloc=0")
 function(cpb_cli_test name)
   cpb_cmd_test(cli_${name} ${ARGN})
-  set_tests_properties(cli_${name} PROPERTIES ENVIRONMENT "${CPB_CLI_ENV}")
 endfunction()
 function(cpb_cli_refusal name pattern)
   cpb_cli_test(${name} ${CPB_EXPECT} 2 ${CPB_CLI_DUMP} ${pattern} -- ${ARGN})

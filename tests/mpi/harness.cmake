@@ -23,9 +23,3 @@ add_test(NAME harness_sweep_cpu_rows COMMAND /usr/bin/python3 -c
   "import h5py,sys; r=h5py.File(sys.argv[1])['runs'][:]; k=[(m,s) for m,s in zip(r['method'],r['seq_len'])]; assert len(r)>=2 and len(k)==len(set(k)), k; assert set(r['backend'])=={b'cpu'} and (r['world_size']==2).all() and (r['step_s'][r['status']==b'ok']>0).all(), r[['method','status','reason']]; print(len(r),'cpu rows, none twice')"
   ${CPB_CPU_SWEEP_H5})
 set_tests_properties(harness_sweep_cpu_rows PROPERTIES FIXTURES_REQUIRED harness_cpu_rows)
-# ASan's fast unwinder loses the frames inside libmpi of MPI's allocations kept until exit,
-# so tests/lsan.supp could not match them: unwind fully (as verify.cmake and sim.cmake do).
-set(CPB_HARNESS_MPI_ENV ${CPB_TEST_ENV})
-list(FILTER CPB_HARNESS_MPI_ENV EXCLUDE REGEX "^ASAN_OPTIONS=")
-list(APPEND CPB_HARNESS_MPI_ENV "ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:fast_unwind_on_malloc=0")
-set_tests_properties(harness_sweep_cpu_1 harness_sweep_cpu_2 PROPERTIES ENVIRONMENT "${CPB_HARNESS_MPI_ENV}")

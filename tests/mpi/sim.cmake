@@ -6,13 +6,6 @@ add_executable(sim_vs_cpu ${CMAKE_CURRENT_SOURCE_DIR}/mpi/sim_vs_cpu.c)
 target_link_libraries(sim_vs_cpu PRIVATE cpb_harness)
 cpb_mpi_test(sim_vs_cpu_np2 2 $<TARGET_FILE:sim_vs_cpu> --quick)
 cpb_mpi_test(sim_vs_cpu_np4 4 $<TARGET_FILE:sim_vs_cpu>)
-# Under LeakSanitizer, MPI's own allocations at exit are suppressed by library name
-# (tests/lsan.supp); ASan's fast unwinder loses the frames inside libmpi for some of them,
-# so these tests unwind fully and the suppressions match.
-set(SIM_MPI_ENV ${CPB_TEST_ENV})
-list(FILTER SIM_MPI_ENV EXCLUDE REGEX "^ASAN_OPTIONS=")
-list(APPEND SIM_MPI_ENV "ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:fast_unwind_on_malloc=0")
-set_tests_properties(sim_vs_cpu_np2 sim_vs_cpu_np4 PROPERTIES ENVIRONMENT "${SIM_MPI_ENV}")
 
 # `cpbench run --backend sim`: a result, and the refusals of bad input (exit 2)
 cpb_cmd_test(sim_run_layer ${CPBENCH} run --backend sim --method ulysses --model llama3-8b --gpus 8 --seq 1M)

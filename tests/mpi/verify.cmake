@@ -8,21 +8,9 @@ if(CPB_VERIFY_CASES)
     cpb_mpi_test(verify_np${np} ${np} ${CPBENCH} verify --cases ${CPB_VERIFY_CASES})
   endforeach()
 endif()
-# ASan's fast unwinder loses the frames inside libmpi for some of MPI's allocations kept
-# until exit, so tests/lsan.supp could not match them: unwind fully (as sim.cmake does).
-set(CPB_VERIFY_ENV ${CPB_TEST_ENV})
-list(FILTER CPB_VERIFY_ENV EXCLUDE REGEX "^ASAN_OPTIONS=")
-list(APPEND CPB_VERIFY_ENV "ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:fast_unwind_on_malloc=0")
-if(CPB_VERIFY_CASES)
-  foreach(np 1 2 3 4 5 6 8)
-    set_tests_properties(verify_np${np} PROPERTIES ENVIRONMENT "${CPB_VERIFY_ENV}")
-  endforeach()
-endif()
-
 # --dump: the file holds the documented datasets and attributes, and the results in it agree
 # with the reference recomputed from the inputs in it; an unwritable dump fails cleanly.
 add_executable(verify_dump_check ${CMAKE_CURRENT_SOURCE_DIR}/mpi/verify_dump_check.c)
 target_link_libraries(verify_dump_check PRIVATE cpb_harness)
 cpb_cmd_test(verify_dump sh ${CMAKE_CURRENT_SOURCE_DIR}/mpi/verify_dump.sh ${MPIEXEC_EXECUTABLE} ${CPBENCH}
   $<TARGET_FILE:verify_dump_check> ${CMAKE_CURRENT_BINARY_DIR}/verify_dump)
-set_tests_properties(verify_dump PROPERTIES ENVIRONMENT "${CPB_VERIFY_ENV}")
