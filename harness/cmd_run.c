@@ -28,17 +28,6 @@ static int exit_code(int code)
     return code == CPB_ERR_INVALID ? 2 : 1;
 }
 
-static void sim_opts_of(const cpb_args *a, cpb_sim_opts *o)
-{
-    memset(o, 0, sizeof *o);
-    o->gpu = a->gpu[0] ? a->gpu : NULL;
-    o->calibration = a->calibration;
-    o->gpus_per_node = a->gpus_per_node;
-    o->mem_cap = a->mem_cap;
-    o->host_mem_cap = a->host_mem_cap;
-    o->no_race_check = a->no_race_check;
-}
-
 /* rank 0: append the row to --out */
 static int write_out(const cpb_args *a, int argc, char **argv, const cpb_run_row *row, const cpb_problem *p,
                      int warmup, int iters)
@@ -92,7 +81,7 @@ static int run_sim(const cpb_args *a, const cpb_method *m, int argc, char **argv
         return 2;
     }
     cpb_sim_opts so;
-    sim_opts_of(a, &so);
+    cpb_sim_opts_from_args(a, &so);
     cpb_run_row row;
     int rc;
     if (strcmp(a->scope, "model") == 0) {

@@ -67,17 +67,6 @@ static const cpb_results_row *cached_row(const sweep_run *sr, const cpb_results_
     return NULL;
 }
 
-static void sim_opts_of(const cpb_args *a, cpb_sim_opts *o)
-{
-    memset(o, 0, sizeof *o);
-    o->gpu = a->gpu[0] ? a->gpu : NULL;
-    o->calibration = a->calibration;
-    o->gpus_per_node = a->gpus_per_node;
-    o->mem_cap = a->mem_cap;
-    o->host_mem_cap = a->host_mem_cap;
-    o->no_race_check = a->no_race_check;
-}
-
 /* Run point p of method m in this process or a child; fills row. */
 static void run_point(sweep_run *sr, const cpb_method *m, const cpb_problem *p,
                       const cpb_results_row *tmpl, cpb_results_row *row)
@@ -105,7 +94,7 @@ static void run_point(sweep_run *sr, const cpb_method *m, const cpb_problem *p,
     if (is_sim(sr) && strcmp(sr->a.scope, "model") == 0) {
         /* whole-model estimate (model_scope.h): the same row `cpbench run --scope model` writes */
         cpb_sim_opts so;
-        sim_opts_of(&sr->a, &so);
+        cpb_sim_opts_from_args(&sr->a, &so);
         cpb_model_estimate *e = NULL;
         char err[1024] = "";
         rc = cpb_model_estimate_new(p, m, &so, &e, err, sizeof err);
@@ -119,7 +108,7 @@ static void run_point(sweep_run *sr, const cpb_method *m, const cpb_problem *p,
         cpb_results_from_run(&rr, p, 0, 0, row);
     } else if (is_sim(sr)) {
         cpb_sim_opts so;
-        sim_opts_of(&sr->a, &so);
+        cpb_sim_opts_from_args(&sr->a, &so);
         rc = cpb_run_sim(p, m, &so, &rr);
         cpb_results_from_run(&rr, p, 0, 0, row);
     } else {

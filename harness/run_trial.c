@@ -13,6 +13,17 @@
 #include "cuda/cpb_cuda.h"
 #endif
 
+void cpb_sim_opts_from_args(const cpb_args *a, cpb_sim_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->gpu = a->gpu[0] ? a->gpu : NULL;
+    o->calibration = a->calibration;
+    o->gpus_per_node = a->gpus_per_node;
+    o->mem_cap = a->mem_cap;
+    o->host_mem_cap = a->host_mem_cap;
+    o->no_race_check = a->no_race_check;
+}
+
 void cpb_layer_model_flops(const cpb_problem *p, double *fwd, double *bwd)
 {
     double S = (double)p->S, D = (double)p->D, H = p->H, G = p->G, d = p->d;

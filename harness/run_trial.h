@@ -9,6 +9,7 @@
 #include "cpb_backend.h"
 #include "cpb_method.h"
 #include "cpb_sim.h"
+#include "args.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -61,6 +62,8 @@ const char *cpb_run_status_name(int code);
 /* Simulate method m on p (cpb_sim_layer) and fill the row.  Returns CPB_OK when a row was
  * made (the trial may still be OOM or refused: row->status), or an error for bad input
  * (unknown profile, ...) with row->reason set. */
+/* the simulator options of the command line (--gpu, --calibration, --mem-cap, ...) */
+void cpb_sim_opts_from_args(const cpb_args *a, cpb_sim_opts *o);
 int cpb_run_sim(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts *o, cpb_run_row *row);
 
 /* Run the real trial on ctx (cpu or cuda; collective over the ranks): set-up with device

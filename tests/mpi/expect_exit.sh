@@ -1,7 +1,8 @@
 #!/bin/sh
 # expect_exit.sh CODE FILE PATTERN -- CMD...: run CMD; pass only if it exits with exactly
 # CODE, prints PATTERN (a grep -E pattern, on stdout or stderr), and FILE does not exist
-# afterwards (use "-" for no file).  For the CLI refusal tests (tests/mpi/cli.cmake).
+# afterwards (use "-" for no file).  For the refusal tests of tests/mpi/cli.cmake and
+# sim.cmake (ctest's WILL_FAIL cannot tell exit 2, "bad input", from a crash).
 code=$1 file=$2 pattern=$3
 shift 3
 [ "$1" = "--" ] && shift

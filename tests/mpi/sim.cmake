@@ -11,11 +11,11 @@ cpb_mpi_test(sim_vs_cpu_np4 4 $<TARGET_FILE:sim_vs_cpu>)
 cpb_cmd_test(sim_run_layer ${CPBENCH} run --backend sim --method ulysses --model llama3-8b --gpus 8 --seq 1M)
 cpb_cmd_test(sim_run_model ${CPBENCH} run --backend sim --method ulysses --model llama3-8b --gpus 8 --seq 256K
              --scope model --seq-stop 1M)
-# bad input exits with 2 (not merely non-zero)
-set(SIM_EXPECT sh ${CMAKE_CURRENT_SOURCE_DIR}/mpi/sim_expect_exit.sh)
-cpb_cmd_test(sim_run_unknown_gpu ${SIM_EXPECT} 2 ${CPBENCH} run --backend sim --method ulysses
-             --model llama3-8b --gpus 8 --seq 1M --gpu v100)
-cpb_cmd_test(sim_run_refused_shape ${SIM_EXPECT} 2 ${CPBENCH} run --backend sim --method ulysses
-             --model llama3-8b --gpus 6 --seq 6M)
-cpb_cmd_test(sim_run_model_needs_sim ${SIM_EXPECT} 2 ${CPBENCH} run --backend cpu --method ulysses
-             --model tiny --seq 256 --scope model)
+# bad input exits with 2 (not merely non-zero) and says what is wrong
+set(SIM_EXPECT sh ${CMAKE_CURRENT_SOURCE_DIR}/mpi/expect_exit.sh)
+cpb_cmd_test(sim_run_unknown_gpu ${SIM_EXPECT} 2 - "unknown GPU profile 'v100'.*h100-sxm" --
+             ${CPBENCH} run --backend sim --method ulysses --model llama3-8b --gpus 8 --seq 1M --gpu v100)
+cpb_cmd_test(sim_run_refused_shape ${SIM_EXPECT} 2 - "ulysses needs H % C == 0" --
+             ${CPBENCH} run --backend sim --method ulysses --model llama3-8b --gpus 6 --seq 6M)
+cpb_cmd_test(sim_run_model_needs_sim ${SIM_EXPECT} 2 - "use --backend sim" --
+             ${CPBENCH} run --backend cpu --method ulysses --model tiny --seq 256 --scope model)

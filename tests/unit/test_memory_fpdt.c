@@ -7,23 +7,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "test_problem.h"
 #include "cpb_method.h"
 #include "cpb_sim.h"
 
 static cpb_problem problem(int64_t S, int64_t chunk, int C, int H, int G, int d, int64_t D, cpb_dtype dt)
 {
-    cpb_problem p;
-    memset(&p, 0, sizeof p);
-    p.S = S;
-    p.D = D;
-    p.H = H;
-    p.G = G;
-    p.d = d;
-    p.rope_base = 500000.0;
-    p.C = C;
-    p.dtype = dt;
+    cpb_problem p = cpb_test_problem(S, C, D, H, G, d, dt);
     p.seq_chunk = chunk;
-    snprintf(p.model, sizeof p.model, "tiny");
     return p;
 }
 

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "test_problem.h"
 #include "cpb_method.h"
 #include "cpb_presets.h"
 #include "cpb_sim.h"
@@ -25,19 +26,9 @@
 
 static cpb_problem problem(int64_t S, int C, int u, int64_t D, int H, int G, int d, int U, cpb_dtype dt)
 {
-    cpb_problem p;
-    memset(&p, 0, sizeof p);
-    p.S = S;
-    p.D = D;
-    p.H = H;
-    p.G = G;
-    p.d = d;
-    p.rope_base = 10000.0;
-    p.C = C;
+    cpb_problem p = cpb_test_problem(S, C, D, H, G, d, dt);
     p.ulysses_degree = u;
     p.head_chunk = U;
-    p.dtype = dt;
-    snprintf(p.model, sizeof p.model, "tiny");
     return p;
 }
 

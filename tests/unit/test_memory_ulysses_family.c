@@ -19,24 +19,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "test_problem.h"
 #include "cpb_method.h"
 #include "cpb_sim.h"
 #include "upipe/upipe.h"
 
 static cpb_problem problem(int64_t S, int C, int64_t D, int H, int G, int d, cpb_dtype dt)
 {
-    cpb_problem p;
-    memset(&p, 0, sizeof p);
-    p.S = S;
-    p.D = D;
-    p.H = H;
-    p.G = G;
-    p.d = d;
-    p.rope_base = 500000.0;
-    p.C = C;
-    p.dtype = dt;
-    snprintf(p.model, sizeof p.model, "tiny");
-    return p;
+    return cpb_test_problem(S, C, D, H, G, d, dt);
 }
 
 typedef struct geo {
