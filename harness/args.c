@@ -361,6 +361,17 @@ int cpb_args_parse(int argc, char **argv, cpb_args *a, char *err, size_t err_len
     return CPB_OK;
 }
 
+void cpb_args_ctx_opts(const cpb_args *a, cpb_ctx_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->backend = a->backend;
+    o->use_mpi = 1;
+    o->capacity = a->mem_cap;
+    o->host_capacity = a->host_mem_cap;
+    o->race_check = !a->no_race_check;
+    o->comm = a->comm[0] ? a->comm : NULL;
+}
+
 int cpb_args_problem(const cpb_args *a, int C, cpb_problem *p, char *err, size_t err_len)
 {
     memset(p, 0, sizeof *p);

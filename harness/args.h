@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "cpb.h"
+#include "cpb_backend.h"
 #include "cpb_method.h"
 
 #ifdef __cplusplus
@@ -78,6 +79,9 @@ int cpb_parse_size(const char *s, int64_t *out);
  * method options, with basic validation (H % G, S % C, even head dim, ...).  Returns
  * CPB_OK or CPB_ERR_INVALID with a message naming the option and the constraint. */
 int cpb_args_problem(const cpb_args *a, int C, cpb_problem *p, char *err, size_t err_len);
+/* context options of a measured run under mpirun (--backend, --mem-cap, --host-mem-cap,
+ * --comm, --no-race-check) */
+void cpb_args_ctx_opts(const cpb_args *a, cpb_ctx_opts *o);
 
 /* The methods --method names, in registry order for "all" and in the given order for a
  * list.  Returns the count (>= 1), or -1 with a message (not given, unknown name, too many). */

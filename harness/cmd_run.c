@@ -115,13 +115,7 @@ static int run_measured(const cpb_args *a, const cpb_method *m, int argc, char *
         return 2;
     }
     cpb_ctx_opts co;
-    memset(&co, 0, sizeof co);
-    co.backend = a->backend;
-    co.use_mpi = 1;
-    co.capacity = a->mem_cap;
-    co.host_capacity = a->host_mem_cap;
-    co.race_check = !a->no_race_check;
-    co.comm = a->comm[0] ? a->comm : NULL;
+    cpb_args_ctx_opts(a, &co);
     cpb_ctx *ctx = NULL;
     if (cpb_ctx_create(&co, &ctx, err, sizeof err) != CPB_OK) {
         fprintf(stderr, "cpbench run: %s\n", err);

@@ -236,13 +236,7 @@ static int setup_world(sweep_run *sr, char *err, size_t len)
         return 2;
     }
     cpb_ctx_opts co;
-    memset(&co, 0, sizeof co);
-    co.backend = a->backend;
-    co.use_mpi = 1;
-    co.capacity = a->mem_cap;
-    co.host_capacity = a->host_mem_cap;
-    co.race_check = !a->no_race_check;
-    co.comm = a->comm;
+    cpb_args_ctx_opts(a, &co);
     if (cpb_ctx_create(&co, &sr->ctx, err, len) != CPB_OK) return 1;
     return 0;
 }

@@ -147,13 +147,8 @@ static cpb_verdict run_method(const shared_case *sc, const cpb_method *m, double
     const int rank = world_rank();
     char msg[1024] = "";
     *max_err = NAN;
-    cpb_ctx_opts o = {0};
-    o.backend = a->backend;
-    o.use_mpi = 1;
-    o.capacity = a->mem_cap;
-    o.host_capacity = a->host_mem_cap;
-    o.race_check = !a->no_race_check;
-    o.comm = a->comm;
+    cpb_ctx_opts o;
+    cpb_args_ctx_opts(a, &o);
     cpb_ctx *ctx = NULL;
     int rc = cpb_ctx_create(&o, &ctx, msg, sizeof msg);
     cpb_layer L;
