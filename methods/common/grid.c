@@ -7,15 +7,19 @@
 int cpb_grid_degree(const cpb_problem *p)
 {
     if (p->ulysses_degree > 0) return p->ulysses_degree;
-    return p->C < 8 ? p->C : 8;
+    /* default: the largest Ulysses group that fits a node of 8 GPUs and that the shape
+     * allows (u divides C and H, and G % u == 0 or u % G == 0); 1 (a pure ring) always does */
+    for (int u = p->C < 8 ? p->C : 8; u > 1; u--)
+        if (p->C % u == 0 && p->H % u == 0 && p->G > 0 && (p->G % u == 0 || u % p->G == 0)) return u;
+    return 1;
 }
 
 int cpb_grid_check(const char *name, const cpb_problem *p, char *why, size_t why_len)
 {
     int C = p->C, u = cpb_grid_degree(p);
     if (C <= 0 || u <= 0 || C % u) {
-        snprintf(why, why_len, "%s needs the Ulysses degree to divide the ranks: u = %d (--ulysses-degree, default "
-                 "min(C, 8)), C = %d", name, u, C);
+        snprintf(why, why_len, "%s needs the Ulysses degree to divide the ranks: u = %d (--ulysses-degree; the default is the largest "
+                 "u <= 8 that divides C and H), C = %d", name, u, C);
         return CPB_ERR_INVALID;
     }
     int R = C / u;

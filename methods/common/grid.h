@@ -34,7 +34,8 @@ typedef struct cpb_grid {
     cpb_group *ring;    /* my ring group (R ranks) */
 } cpb_grid;
 
-/* The Ulysses degree of p: p->ulysses_degree, or min(C, 8) (one node of 8) when 0. */
+/* The Ulysses degree of p: p->ulysses_degree, or when 0 the largest u <= 8 (a node of 8
+ * GPUs) that divides C and H and fits the kv heads (G % u == 0 or u % G == 0), else 1. */
 int cpb_grid_degree(const cpb_problem *p);
 
 /* The grid constraints shared by usp and hupipe: u divides C, S % (2C) == 0 (2R chunks
