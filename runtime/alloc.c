@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cpb_backend.h"
+#include "internal.h"
 #include "race.h"
 
 static void stats_add(cpb_mem_stats *m, cpb_tag tag, int64_t bytes)
@@ -70,7 +71,12 @@ static int do_alloc(cpb_ctx *ctx, cpb_buf **out, int64_t nelem, cpb_dtype dt, cp
     b->host = host;
     b->id = ctx->next_buf_id++;
     b->free_stream = CPB_STREAM_COMPUTE;
-    snprintf(b->name, sizeof b->name, "%s", name ? name : "buf");
+    /* copied without printf: some schedules allocate workspaces thousands of times */
+    const char *nm = name ? name : "buf";
+    size_t n = strlen(nm);
+    if (n >= sizeof b->name) n = sizeof b->name - 1;
+    memcpy(b->name, nm, n);
+    b->name[n] = 0;
     int rc = ctx->be->alloc(ctx, b);
     if (rc != CPB_OK) {
         free(b);
@@ -117,8 +123,7 @@ int cpb_free(cpb_ctx *ctx, int stream, cpb_buf **bp)
         return cpb_fail(ctx, CPB_ERR_INVALID, "free of '%s' on unknown stream %d", b->name, stream);
     /* a free is a write of the whole buffer on its stream: freeing memory that another
      * stream may still use is a race */
-    snprintf(ctx->opname, sizeof ctx->opname, "%s%sfree(%s)", ctx->range, ctx->range[0] ? "/" : "", b->name);
-    cpb_race_op_begin(ctx, stream);
+    cpb_op_begin(ctx, stream, "free"); /* the race message names the buffer */
     cpb_view all = cpb_whole(b);
     int rc = cpb_race_access(ctx, stream, &all, 1);
     if (rc != CPB_OK) return rc;
