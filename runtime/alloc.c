@@ -123,7 +123,11 @@ int cpb_free(cpb_ctx *ctx, int stream, cpb_buf **bp)
         return cpb_fail(ctx, CPB_ERR_INVALID, "free of '%s' on unknown stream %d", b->name, stream);
     /* a free is a write of the whole buffer on its stream: freeing memory that another
      * stream may still use is a race */
-    cpb_op_begin(ctx, stream, "free"); /* the race message names the buffer */
+    char op[sizeof b->name + 8] = "free(";
+    size_t n = strlen(b->name);
+    memcpy(op + 5, b->name, n);
+    memcpy(op + 5 + n, ")", 2);
+    cpb_op_begin(ctx, stream, op);
     cpb_view all = cpb_whole(b);
     int rc = cpb_race_access(ctx, stream, &all, 1);
     if (rc != CPB_OK) return rc;
