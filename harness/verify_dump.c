@@ -30,24 +30,25 @@ static int write_f64_as_f32(hid_t f, const char *name, int64_t rows, int64_t col
     return rc;
 }
 
-static int attr_i64(hid_t f, const char *name, int64_t v)
+/* a scalar attribute: stored as file_type, given in memory as mem_type */
+static int attr_scalar(hid_t f, const char *name, hid_t file_type, hid_t mem_type, const void *v)
 {
     hid_t sp = H5Screate(H5S_SCALAR);
-    hid_t a = H5Acreate2(f, name, H5T_STD_I64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
-    int rc = a < 0 ? -1 : (H5Awrite(a, H5T_NATIVE_INT64, &v) < 0 ? -1 : 0);
+    hid_t a = H5Acreate2(f, name, file_type, sp, H5P_DEFAULT, H5P_DEFAULT);
+    int rc = a < 0 ? -1 : (H5Awrite(a, mem_type, v) < 0 ? -1 : 0);
     if (a >= 0) H5Aclose(a);
     H5Sclose(sp);
     return rc;
 }
 
+static int attr_i64(hid_t f, const char *name, int64_t v)
+{
+    return attr_scalar(f, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &v);
+}
+
 static int attr_f64(hid_t f, const char *name, double v)
 {
-    hid_t sp = H5Screate(H5S_SCALAR);
-    hid_t a = H5Acreate2(f, name, H5T_IEEE_F64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
-    int rc = a < 0 ? -1 : (H5Awrite(a, H5T_NATIVE_DOUBLE, &v) < 0 ? -1 : 0);
-    if (a >= 0) H5Aclose(a);
-    H5Sclose(sp);
-    return rc;
+    return attr_scalar(f, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &v);
 }
 
 static int attr_str(hid_t f, const char *name, const char *v)
