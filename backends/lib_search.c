@@ -65,7 +65,7 @@ static void add_list(cpb_lib_places *pl, const char *var, const char *rule)
     if (pl->n == before) {
         size_t l = strlen(pl->empty);
         snprintf(pl->empty + l, sizeof pl->empty - l, "%s%s (%s)", l ? ", " : "", rule,
-                 v ? "no folder of it exists" : "unset");
+                 !v ? "unset" : !v[0] ? "empty" : "no folder of it exists");
     }
 }
 

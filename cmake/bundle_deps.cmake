@@ -15,6 +15,12 @@ endforeach()
 set(MPI_C_COMPILER ${_b}/mpi/bin/mpicc CACHE FILEPATH "the bundle's Open MPI" FORCE)
 set(MPIEXEC_EXECUTABLE ${_b}/mpi/bin/mpirun CACHE FILEPATH "the bundle's Open MPI" FORCE)
 find_package(MPI REQUIRED COMPONENTS C)
+# the wheel's mpicc adds an RPATH to where the bundle was made; the one below is relative
+get_target_property(_mpi_link MPI::MPI_C INTERFACE_LINK_OPTIONS)
+if(_mpi_link)
+  list(FILTER _mpi_link EXCLUDE REGEX "rpath|^-Wl,/|^/|enable-new-dtags")
+  set_target_properties(MPI::MPI_C PROPERTIES INTERFACE_LINK_OPTIONS "${_mpi_link}")
+endif()
 set(HDF5_INCLUDE_DIRS ${_b}/deps/include)
 set(HDF5_DEFINITIONS "")
 # static HDF5: only the objects cpbench uses are linked, and none of Debian's libhdf5 network

