@@ -44,7 +44,8 @@ static const struct {
 
 /* the functions of cpb_cuda.h, as the plugin defines them */
 #define CPB_CUDA_FORWARDED(X)                                                                   \
-    X(device_count) X(device_info) X(ctx_device) X(set_attn_generic) X(mem_highwater) X(mem_reset_highwater)
+    X(device_count) X(device_info) X(ctx_device) X(set_attn_generic) X(mem_highwater) X(mem_reset_highwater) \
+        X(print_device_props)
 
 static struct {
     int tried, found, asked; /* asked: CPB_CUDA_PLUGIN names one */
@@ -271,4 +272,12 @@ int cpb_cuda_mem_highwater(cpb_ctx *ctx, int64_t *reserved, int64_t *device_used
 int cpb_cuda_mem_reset_highwater(cpb_ctx *ctx)
 {
     return st.be ? st.mem_reset_highwater(ctx) : CPB_ERR_INVALID;
+}
+
+int cpb_cuda_print_device_props(int dev, FILE *out)
+{
+    load();
+    if (st.be) return st.print_device_props(dev, out);
+    fprintf(out, "# device %d: %s\n", dev, st.msg);
+    return CPB_ERR_UNSUPPORTED;
 }

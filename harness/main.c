@@ -32,6 +32,7 @@ static const char *summary(const char *name)
         {"sweep", "lengths until the first OOM, bisected; rows appended to --out"},
         {"selftest", "quick checks of the backend and its kernels"},
         {"bench_kernels", "kernel micro-benchmarks"},
+        {"device_props", "every property of each CUDA device (cudaDeviceProp), as key = value lines"},
     };
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (strcmp(known[i][0], name) == 0) return known[i][1];

@@ -281,6 +281,11 @@ void cpb_run_row_print(FILE *f, const cpb_run_row *row)
     fprintf(f, "  backward peak %s\n", human((double)row->bwd_peak, b1, sizeof b1));
     fprintf(f, "  intermediate  %s\n", human((double)row->intermediate_bytes, b1, sizeof b1));
     fprintf(f, "  host (pinned) %s\n", human((double)row->host_peak_bytes, b1, sizeof b1));
+    /* the allocator pool's high-water (= peak where there is no caching pool) and, on cuda,
+     * what the driver saw used beyond the start-up baseline */
+    fprintf(f, "  reserved      %s\n", human((double)row->reserved_bytes, b1, sizeof b1));
+    if (strcmp(row->backend, "cuda") == 0)
+        fprintf(f, "  device used   %s\n", human((double)row->device_used_bytes, b1, sizeof b1));
     fprintf(f, "  by tag at the peak (tag high-water in brackets):\n");
     for (int t = 0; t < CPB_TAG_COUNT; t++)
         if (row->at_peak[t] || row->tag_peak[t])

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "cpb_backend.h"
 
@@ -22,6 +23,9 @@ int cpb_cuda_device_count(char *why, size_t why_len);
 /* Name, memory and multiprocessor count of device `dev` (provenance, calibration files);
  * any output pointer may be NULL. */
 int cpb_cuda_device_info(int dev, char *name, size_t name_len, int64_t *total_bytes, int *num_sms);
+/* Every field of device `dev`'s cudaDeviceProp, the driver and runtime versions and the
+ * memory, as `key = value` lines (`cpbench device-props`). */
+int cpb_cuda_print_device_props(int dev, FILE *out);
 /* the device a cuda context runs on (-1 for another backend) */
 int cpb_cuda_ctx_device(const cpb_ctx *ctx);
 
