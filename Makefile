@@ -4,7 +4,7 @@ BUILD ?= build
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all build setup test reproduce clean
+.PHONY: all build setup test reproduce gpu-bundle bundle-test clean
 
 all: build
 
@@ -21,5 +21,16 @@ test: build
 reproduce: build
 	bash scripts/reproduce.sh $(BUILD)
 
+# the offline bundle for a GPU machine (docs/cuda.md), and its proof in a bare Debian root
+gpu-bundle:
+	bash scripts/gpu-bundle.sh
+
+bundle-test: gpu-bundle
+	bash tests/bundle/bare_root.sh
+
+# never delete a folder something is mounted under (a bind of /dev would take the machine's)
 clean:
-	rm -rf $(BUILD) build-asan
+	@if grep -qE " $(CURDIR)/(build|build-asan|build-bundle|build-gpu)[/ ]" /proc/mounts; then \
+	  echo "make clean: something is mounted under the build folders; unmount it first:" >&2; \
+	  grep -E " $(CURDIR)/(build|build-asan|build-bundle|build-gpu)[/ ]" /proc/mounts >&2; exit 1; fi
+	rm -rf $(BUILD) build-asan build-bundle build-gpu gpu-bundle
