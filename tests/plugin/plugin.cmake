@@ -1,6 +1,7 @@
 # The cuda backend as a plugin (backends/cuda_loader.c): cpbench links no CUDA library,
 # a missing library or plugin is named with where it was looked for (exit 2), and a plugin
-# of another interface version is refused.  Runs in every build, with or without nvcc.
+# of another interface version is refused.  The anchored patterns also fail on a message
+# that names the backend twice ("cuda backend: cuda backend:").  Runs in every build, with or without nvcc.
 add_library(cpb_absent_test SHARED ${CMAKE_CURRENT_SOURCE_DIR}/plugin/absent_lib.c)
 set_target_properties(cpb_absent_test PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/absent
   SOVERSION 1)
@@ -13,7 +14,7 @@ set(CPB_FAKE_PLUGIN $<TARGET_FILE:cpb_cuda_fake>)
 
 cpb_cmd_test(cuda_plugin_ldd_no_cuda sh ${CMAKE_CURRENT_SOURCE_DIR}/plugin/no_cuda_in_ldd.sh ${CPBENCH})
 cpb_cmd_test(cuda_plugin_missing_library ${CPB_EXPECT} 2 -
-  "cuda backend: cannot load the plugin .*libcpb_cuda_fake.so: libcpb_absent_test.so.1 \\(needed by .*\\) was not found. looked .*CPB_CUDA_LIB_PATH \\(unset\\).*the dynamic linker's own path"
+  "^cpbench run: cuda backend: cannot load the plugin .*libcpb_cuda_fake.so: libcpb_absent_test.so.1 \\(needed by .*\\) was not found. looked .*CPB_CUDA_LIB_PATH \\(unset\\).*the dynamic linker's own path"
   -- env -u CPB_CUDA_LIB_PATH CPB_CUDA_PLUGIN=${CPB_FAKE_PLUGIN}
   ${CPBENCH} run --backend cuda --method ulysses --model tiny --seq 64)
 cpb_cmd_test(cuda_plugin_missing_library_verify ${CPB_EXPECT} 2 - "libcpb_absent_test.so.1 \\(needed by"
@@ -36,7 +37,7 @@ if(TARGET cpb_cuda)
     "^  cuda +compiled in. plugin .*libcpb_cuda.so loaded. .*cuBLAS from [^ ]*libcublas.so.[0-9]+.*NCCL from [^ ]*libnccl.so"
     -- env -u CPB_CUDA_PLUGIN ${CPBENCH} list)
   if(NOT EXISTS /dev/nvidiactl) # a machine without a GPU (CI): the backend refuses, exit 2
-    cpb_cmd_test(cuda_plugin_no_gpu ${CPB_EXPECT} 2 - "cuda backend: no GPU present"
+    cpb_cmd_test(cuda_plugin_no_gpu ${CPB_EXPECT} 2 - "^cpbench run: cuda backend: no GPU present"
       -- env -u CPB_CUDA_PLUGIN ${CPBENCH} run --backend cuda --method ulysses --model tiny --seq 64)
   endif()
 endif()
