@@ -14,15 +14,40 @@ static double wave_eff(const cpb_sim_hw *hw, double units)
     return units / (waves * sms);
 }
 
-double cpb_sim_gemm_eff(const cpb_sim_hw *hw, int64_t m, int64_t n, int64_t k, int64_t batch)
+/* Split-K (cuBLASLt's CUBLASLT_ALGO_CONFIG_SPLITK_NUM; CUTLASS's split-K and Hopper
+ * stream-K kernels): when the output has fewer tiles than the GPU has SMs, the library
+ * splits the reduction over k so every SM gets work, and adds the fp32 partial tiles in a
+ * second pass.  Model: as many splits as fill the SMs, each at least GEMM_SPLITK_MIN_K
+ * deep ([EST]: four 64-deep k steps of a Hopper main loop, below which a split costs more
+ * in prologue and fix-up than it gains). */
+#define GEMM_SPLITK_MIN_K 256.0
+
+static double gemm_tiles(const cpb_sim_hw *hw, int64_t m, int64_t n, int64_t batch)
 {
     double tm = hw->gemm_tile_m > 0 ? hw->gemm_tile_m : 128;
     double tn = hw->gemm_tile_n > 0 ? hw->gemm_tile_n : 128;
-    double tiles = ceil((double)m / tm) * ceil((double)n / tn) * (double)(batch > 0 ? batch : 1);
+    return ceil((double)m / tm) * ceil((double)n / tn) * (double)(batch > 0 ? batch : 1);
+}
+
+double cpb_sim_gemm_splits(const cpb_sim_hw *hw, int64_t m, int64_t n, int64_t k, int64_t batch)
+{
+    double tiles = gemm_tiles(hw, m, n, batch), sms = hw->num_sms > 0 ? hw->num_sms : 1;
+    if (tiles <= 0 || tiles >= sms) return 1.0;
+    double by_sms = floor(sms / tiles), by_depth = floor((double)k / GEMM_SPLITK_MIN_K);
+    double s = by_sms < by_depth ? by_sms : by_depth;
+    return s > 1.0 ? s : 1.0;
+}
+
+double cpb_sim_gemm_eff(const cpb_sim_hw *hw, int64_t m, int64_t n, int64_t k, int64_t batch)
+{
+    /* a batched GEMM is one kernel: its batch entries' tiles share the waves */
+    double tiles = gemm_tiles(hw, m, n, batch);
+    double splits = cpb_sim_gemm_splits(hw, m, n, k, batch);
     /* the fixed cost of a tile (prologue, epilogue, pipeline fill) is amortized over the
-     * reduction depth k */
-    double depth = (double)k / ((double)k + hw->gemm_k_half);
-    return hw->gemm_eff_max * wave_eff(hw, tiles) * depth;
+     * reduction depth of one split */
+    double kk = (double)k / splits;
+    double depth = kk / (kk + hw->gemm_k_half);
+    return hw->gemm_eff_max * wave_eff(hw, tiles * splits) * depth;
 }
 
 double cpb_sim_attn_eff(const cpb_sim_hw *hw, int bwd, int64_t rows, int64_t heads, int64_t pairs)
@@ -49,8 +74,12 @@ double cpb_sim_op_time(const cpb_sim_hw *hw, const sim_entry *e)
 {
     if (e->phase == SIM_PHASE_SETUP) return 0.0;
     switch (e->kind) {
-    case CPB_OP_GEMM:
-        return roofline(hw, e->flops, cpb_sim_gemm_eff(hw, e->w0, e->w1, e->w2, e->w3), e->bytes);
+    case CPB_OP_GEMM: {
+        /* split-K writes and reads back fp32 partial tiles of the output */
+        double splits = cpb_sim_gemm_splits(hw, e->w0, e->w1, e->w2, e->w3);
+        double fixup = splits > 1.0 ? 2.0 * 4.0 * splits * (double)e->w0 * (double)e->w1 * (double)(e->w3 > 0 ? e->w3 : 1) : 0.0;
+        return roofline(hw, e->flops, cpb_sim_gemm_eff(hw, e->w0, e->w1, e->w2, e->w3), e->bytes + fixup);
+    }
     case CPB_OP_ATTN_FWD:
         return roofline(hw, e->flops, cpb_sim_attn_eff(hw, 0, e->w0, e->w1, e->w2), e->bytes);
     case CPB_OP_ATTN_BWD:

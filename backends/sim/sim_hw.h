@@ -12,7 +12,8 @@ extern "C" {
 typedef struct cpb_sim_hw {
     double peak_flops;       /* dense bf16 tensor-core peak */
     int num_sms;             /* streaming multiprocessors (wave quantization) */
-    /* GEMM: eff = gemm_eff_max * wave(m, n, batch) * k / (k + gemm_k_half) */
+    /* GEMM: eff = gemm_eff_max * wave(tiles * splits) * kk / (kk + gemm_k_half), tiles over
+     * m, n and the batch, kk = k / splits (split-K when tiles < num_sms; op_time.c) */
     double gemm_eff_max;
     double gemm_k_half;      /* reduction depth at which a GEMM reaches half its efficiency */
     int gemm_tile_m, gemm_tile_n; /* output tile of one thread block (wave quantization) */
