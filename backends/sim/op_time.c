@@ -50,17 +50,61 @@ double cpb_sim_gemm_eff(const cpb_sim_hw *hw, int64_t m, int64_t n, int64_t k, i
     return hw->gemm_eff_max * wave_eff(hw, tiles * splits) * depth;
 }
 
+/* Longest-processing-time-first: a causal call's row blocks do unequal work (block i of a
+ * square causal call attends i+1 key tiles), and FlashAttention-3 hands the longest
+ * remaining tile to the first free SM (hopper/tile_scheduler.hpp,
+ * DynamicPersistentTileScheduler: "longest-processing-time-first scheduling"); the
+ * backward's dK,dV blocks are launched longest first too, and the in-order block dispatch
+ * then is the same greedy list schedule [EST].  The idle tail is then the shortest tiles,
+ * not a whole wave.  Greedy LPT on the SMs, exactly, for up to LPT_MAX_JOBS tiles; above
+ * that the tail is below one short tile per SM (the bound total/P + shortest job). */
+#define LPT_MAX_JOBS 200000
+
+static double lpt_eff(const cpb_sim_hw *hw, double row_blocks, double heads)
+{
+    int P = hw->num_sms > 0 ? hw->num_sms : 1;
+    double n = row_blocks * heads, total = heads * row_blocks * (row_blocks + 1) / 2;
+    if (n <= 0) return 1.0;
+    if (n > LPT_MAX_JOBS) return total / (total + P);
+    double load[1024];
+    if (P > 1024) P = 1024;
+    for (int i = 0; i < P; i++) load[i] = 0;
+    /* a min-heap of the SMs' loads; jobs in decreasing size, each to the least loaded SM */
+    for (int64_t size = (int64_t)row_blocks; size >= 1; size--)
+        for (int64_t h = 0; h < (int64_t)heads; h++) {
+            load[0] += (double)size;
+            for (int i = 0;;) { /* sift down */
+                int l = 2 * i + 1, r = l + 1, m = i;
+                if (l < P && load[l] < load[m]) m = l;
+                if (r < P && load[r] < load[m]) m = r;
+                if (m == i) break;
+                double t = load[i];
+                load[i] = load[m];
+                load[m] = t;
+                i = m;
+            }
+        }
+    double span = 0;
+    for (int i = 0; i < P; i++)
+        if (load[i] > span) span = load[i];
+    return total / (P * span);
+}
+
 double cpb_sim_attn_eff(const cpb_sim_hw *hw, int bwd, int64_t rows, int64_t heads, int64_t pairs)
 {
     if (rows <= 0 || pairs <= 0) return 1.0;
     double tr = hw->attn_tile_rows > 0 ? hw->attn_tile_rows : 128;
-    double blocks = ceil((double)rows / tr) * (double)heads;
+    double row_blocks = ceil((double)rows / tr);
+    /* a square causal call (cpb_attn_pairs of sq == sk, equal offsets) is scheduled longest
+     * first; any other call has row blocks of equal work and runs in waves */
+    int causal_square = pairs == rows * (rows + 1) / 2;
+    double wave = causal_square ? lpt_eff(hw, row_blocks, (double)heads) : wave_eff(hw, row_blocks * (double)heads);
     /* keys per query row: the work over which a row block's fixed cost (loading Q, writing
      * O and lse, the partly masked diagonal tile) is amortized */
     double kv = (double)pairs / (double)rows;
     double k_half = bwd ? hw->attn_bwd_k_half : hw->attn_fwd_k_half;
     double emax = bwd ? hw->attn_bwd_eff_max : hw->attn_fwd_eff_max;
-    return emax * wave_eff(hw, blocks) * kv / (kv + k_half);
+    return emax * wave * kv / (kv + k_half);
 }
 
 static double roofline(const cpb_sim_hw *hw, double flops, double eff, double bytes)

@@ -294,6 +294,30 @@ Test(sim_timeline, batched_gemm_is_one_kernel)
     cr_expect(NEAR(t_batched, e.flops * 8 / (h.peak_flops * batched) + h.launch), "time %g", t_batched);
 }
 
+/* Causal attention is scheduled longest tile first (FlashAttention-3's LPT scheduler): the
+ * tail is the short tiles, not a whole wave.  Worked by hand on 3 SMs: a square causal
+ * call of 4 row blocks, one head, has tiles of 4, 3, 2, 1 key blocks; LPT puts 4 | 3 | 2+1
+ * on the SMs, a span of 4 for 10 units of work: efficiency 10 / (3 * 4).  Uniform row
+ * blocks (a non-causal call) still run in waves: 4 blocks on 3 SMs take 2 waves. */
+Test(sim_timeline, causal_attention_is_scheduled_longest_first)
+{
+    cpb_sim_hw h = round_hw();
+    h.num_sms = 3;
+    h.attn_tile_rows = 1;
+    h.attn_fwd_eff_max = 1.0;
+    h.attn_fwd_k_half = 0.0;
+    int64_t rows = 4, causal_pairs = rows * (rows + 1) / 2;
+    cr_expect(NEAR(cpb_sim_attn_eff(&h, 0, rows, 1, causal_pairs), 10.0 / 12.0), "causal eff %g",
+              cpb_sim_attn_eff(&h, 0, rows, 1, causal_pairs));
+    cr_expect(NEAR(cpb_sim_attn_eff(&h, 0, rows, 1, rows * rows), 4.0 / 6.0), "non-causal eff %g",
+              cpb_sim_attn_eff(&h, 0, rows, 1, rows * rows));
+    /* a long causal call with one head per call loses almost nothing to the tail */
+    h.num_sms = 132;
+    h.attn_tile_rows = 128;
+    int64_t S = 512 * 1024;
+    cr_expect_gt(cpb_sim_attn_eff(&h, 0, S, 1, S * (S + 1) / 2), 0.998);
+}
+
 /* Split-K: a skinny dW GEMM ([128 x 4096] output, k = 16K) has 16 tiles of 128x256 on 132
  * SMs; split 8 ways over k it keeps 128 SMs busy, each split 2048 deep. */
 Test(sim_timeline, skinny_gemm_splits_k)
