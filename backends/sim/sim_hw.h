@@ -34,6 +34,8 @@ typedef struct cpb_sim_hw {
     /* host <-> device copies */
     double pcie_gpu_bw;      /* pinned copies, one direction, one GPU alone */
     double pcie_node_bw;     /* all GPUs of a node together, one direction */
+    double pcie_pageable_bw; /* a pageable (not pinned) copy, one GPU, one direction */
+    double host_fill_bw;     /* bytes/s a host thread fills pinned memory at (a CPU memset) */
     double launch;           /* per kernel / copy launch overhead */
     int gpus_per_node;
 } cpb_sim_hw;
