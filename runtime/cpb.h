@@ -246,6 +246,8 @@ int64_t cpb_gemm_workspace_bytes(void);
 
 /* element-wise */
 int cpb_copy(cpb_ctx *ctx, int stream, cpb_view dst, cpb_view src); /* any dtypes; host<->device too */
+/* dst may be a pinned host buffer: the fill is then the host's (a CPU memset in the
+ * simulator's model), ordered on `stream` like any op */
 int cpb_fill(cpb_ctx *ctx, int stream, cpb_view dst, float value);
 /* y = alpha * x + beta * y */
 int cpb_axpby(cpb_ctx *ctx, int stream, float alpha, cpb_view x, float beta, cpb_view y);

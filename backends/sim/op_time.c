@@ -128,8 +128,11 @@ double cpb_sim_op_time(const cpb_sim_hw *hw, const sim_entry *e)
         return roofline(hw, e->flops, cpb_sim_attn_eff(hw, 0, e->w0, e->w1, e->w2), e->bytes);
     case CPB_OP_ATTN_BWD:
         return roofline(hw, e->flops, cpb_sim_attn_eff(hw, 1, e->w0, e->w1, e->w2), e->bytes);
+    case CPB_OP_FILL:
+        if (e->pcie == SIM_HOST_FILL && hw->host_fill_bw > 0) return e->bytes / hw->host_fill_bw + hw->launch;
+        return roofline(hw, 0, 0, e->bytes);
     case CPB_OP_COPY:
-        if (e->pcie != SIM_PCIE_NONE) {
+        if (e->pcie == SIM_PCIE_H2D || e->pcie == SIM_PCIE_D2H) {
             double share = e->share > 1.0 ? e->share : 1.0;
             double bw = hw->pcie_node_bw / share;
             if (hw->pcie_gpu_bw < bw) bw = hw->pcie_gpu_bw;
