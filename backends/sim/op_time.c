@@ -60,9 +60,25 @@ double cpb_sim_gemm_eff(const cpb_sim_hw *hw, int64_t m, int64_t n, int64_t k, i
  * that the tail is below one short tile per SM (the bound total/P + shortest job). */
 #define LPT_MAX_JOBS 200000
 
+static double lpt_schedule(int P, double row_blocks, double heads);
+
+/* the schedule of a shape is worked out once: a trace repeats few shapes many times, and
+ * the timeline replays it several times (one direct-mapped memo; the simulator is
+ * single-threaded) */
 static double lpt_eff(const cpb_sim_hw *hw, double row_blocks, double heads)
 {
+    enum { MEMO = 64 };
+    static struct { int P; double rb, h, eff; } memo[MEMO];
     int P = hw->num_sms > 0 ? hw->num_sms : 1;
+    unsigned slot = (unsigned)((int64_t)row_blocks * 31 + (int64_t)heads * 7 + P) % MEMO;
+    if (memo[slot].P == P && memo[slot].rb == row_blocks && memo[slot].h == heads) return memo[slot].eff;
+    double eff = lpt_schedule(P, row_blocks, heads);
+    memo[slot].P = P, memo[slot].rb = row_blocks, memo[slot].h = heads, memo[slot].eff = eff;
+    return eff;
+}
+
+static double lpt_schedule(int P, double row_blocks, double heads)
+{
     double n = row_blocks * heads, total = heads * row_blocks * (row_blocks + 1) / 2;
     if (n <= 0) return 1.0;
     if (n > LPT_MAX_JOBS) return total / (total + P);
