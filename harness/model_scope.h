@@ -2,13 +2,15 @@
  * with one context-parallel method for its attention layers (docs/simulator.md lists every
  * assumption; model_scope.c states each in place).
  *
- * Memory per GPU: FSDP/ZeRO-3 model states sharded over the C GPUs, the gathered layer(s),
- * the checkpointed layer inputs (first and last layer on the device, the rest offloaded to
- * host memory), the residual-stream buffers, a tiled MLP and a fused linear cross-entropy,
- * plus the attention layer's traced peak for the method (cpb_sim_layer).  Time per step:
- * per layer a forward, a recomputed forward and a backward of attention (timing model) and
- * of the MLP (FLOPs), FSDP gathers and reduce-scatters and checkpoint copies over PCIe
- * (overlapped with compute), the LM head and the optimizer step. */
+ * Everything around the attention layer follows a training setup, `--framework`
+ * (cpb_framework: TorchTitan FSDP2 by default, or Megatron-DeepSpeed ZeRO-3).  Memory per
+ * GPU: the sharded model states, the gathered layer(s) and gradient buffers, the
+ * reduce-scatter buffer in flight, the checkpointed layer inputs kept on the device, the
+ * residual-stream buffers, the MLP tile and the loss chunk, plus the attention layer's
+ * traced peak for the method (cpb_sim_layer); reported in the paper's three buckets.  Time
+ * per step: per layer a forward, a recomputed forward and a backward of attention (timing
+ * model) and of the MLP (FLOPs), checkpoint copies on the compute stream, parameter
+ * traffic overlapped, the LM head, the loss and the optimizer step. */
 #ifndef CPB_MODEL_SCOPE_H
 #define CPB_MODEL_SCOPE_H
 

@@ -79,7 +79,8 @@ static int64_t attn_bwd_workspace(const cpb_problem *p)
 }
 
 /* backward, KV loop: K,V slots, fp32 dK,dV; per q slot q, dO (storage), lse, delta, dq
- * (fp32); finishing a chunk: dq,dk,dv send + receive + sequence layout (storage), fp32 dx;
+ * (fp32); finishing a chunk: dq,dk,dv send + receive + sequence layout (storage), the fp32
+ * accumulator of the chunk's dx;
  * the attention backward's workspace */
 static int64_t bwd_intermediate(const cpb_problem *p)
 {
