@@ -397,6 +397,47 @@ def claim_metp(cl, ours, pub):
             cl.add(name, o, "%.2fx..%.2fx" % (lo_p, hi_p), diff, "not reproduced")
 
 
+def targets(ours, pub):
+    """The suite's simulator benchmark targets (docs/simulator.md): checked here on the
+    results, printed, never asserted by a test (they are predictions, not measurements)"""
+    out = []
+
+    def add(name, value, want, ok):
+        out.append("target: %s | %s | want %s | %s" % (name, value, want,
+                                                      "met" if ok else ("missed" if ok is not None else "no data")))
+    sel = SETUPS[0][2]
+    for S, want in ((128 * 1024, 0.98), (512 * 1024, 0.99), (M, 0.99), (2 * M, 0.99), (3 * M, 0.99)):
+        a, _ = ours.value("tokens_per_s_per_gpu", model="llama3-8b", world_size=8, scope="model", seq_len=S, **sel["upipe"])
+        b, _ = ours.value("tokens_per_s_per_gpu", model="llama3-8b", world_size=8, scope="model", seq_len=S, **sel["ulysses"])
+        r = a / b if a and b else None
+        add("UPipe/Ulysses tokens/s, llama3-8b 8 GPUs, %s" % size(S), "%.3f" % r if r else "-", ">= %.2f" % want,
+            (r >= want) if r else None)
+    q = SETUPS[1][2]
+    a, _ = ours.value("tokens_per_s_per_gpu", model="qwen3-32b", world_size=16, scope="model", seq_len=128 * 1024, **q["upipe"])
+    b, _ = ours.value("tokens_per_s_per_gpu", model="qwen3-32b", world_size=16, scope="model", seq_len=128 * 1024, **q["ulysses"])
+    r = a / b if a and b else None
+    add("UPipe/Ulysses tokens/s, qwen3-32b 16 GPUs (8 x 2), 128K", "%.3f" % r if r else "-", ">= 0.90",
+        (r >= 0.90) if r else None)
+    st, _ = ours.value("model_state_bytes", model="llama3-8b", world_size=8, scope="model", **sel["upipe"])
+    gib = st / float(1 << 30) if st else None
+    add("model states, llama3-8b on 8 GPUs", "%.2f GiB" % gib if gib else "-", "about 14.96 GiB",
+        abs(gib - 14.96) < 0.05 if gib else None)
+    best, _, _ = ours.max_context(model="llama3-8b", world_size=8, scope="model", **sel["upipe"])
+    add("UPipe fits 5M on 8 x H100 (torchtitan)", size(best), ">= 5M", (best >= 5 * M) if best else None)
+    best, _, _ = ours.max_context(model="llama3-8b", world_size=8, scope="model", **sel["fpdt"])
+    add("FPDT (deepspeed schedule and setup) largest fit, llama3-8b 8 GPUs", size(best), "in [4M, 5M)",
+        (4 * M <= best < 5 * M) if best else None)
+    v, _ = ours.value("tokens_per_s_per_gpu", model="llama3-8b", world_size=8, scope="model", seq_len=128 * 1024,
+                      **sel["fpdt"])
+    p = paper_rows(pub, "tokens_per_s_per_gpu", model="llama3-8b", gpus=8, method="fpdt", seq_len=128 * 1024)
+    if p:
+        paper = float(p[0]["value"])
+        add("FPDT (deepspeed) 128K tokens/s/GPU within 25%% of the paper's %.0f" % paper,
+            "%.0f (%+.0f%%)" % (v, 100 * (v / paper - 1)) if v else "-", "within 25%",
+            abs(v / paper - 1) <= 0.25 if v else None)
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("results", nargs="+", help="cpbench results files (HDF5)")
@@ -415,10 +456,17 @@ def main(argv=None):
     claim_ratios(cl, ours, pub)
     claim_intermediate(cl, ours, pub, tags)
     claim_metp(cl, ours, pub)
+    tg = targets(ours, pub)
     os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
     with open(a.out, "w") as f:
         f.write(cl.markdown())
+        f.write("\n## The suite's simulator benchmark targets\n\n"
+                "Checked on the same results (predictions; docs/simulator.md):\n\n")
+        for t in tg:
+            f.write("- %s\n" % t[len("target: "):])
     cl.stdout()
+    for t in tg:
+        print(t)
     print("claims.py: %d claims -> %s" % (len(cl.lines), a.out))
 
 

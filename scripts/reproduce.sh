@@ -194,7 +194,7 @@ tail -n 1 "$LOGS/figures.log"
 log "   the seed papers' claims against our numbers -> $FIGS/claims.md"
 "$PY" "$ROOT/paper/claims.py" "${FILES[@]}" --out "$FIGS/claims.md" > "$LOGS/claims.log" 2>&1 \
   || note_fail "claims (results/logs/claims.log)"
-grep -E "^claim: " "$LOGS/claims.log" || true
+grep -E "^(claim|target): " "$LOGS/claims.log" || true
 tail -n 1 "$LOGS/claims.log"
 
 # ---------------------------------------------------------------- summary
