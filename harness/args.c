@@ -52,6 +52,8 @@ static const opt_def opts[] = {
     {"--seq-chunk", OPT_SIZE, F(seq_chunk), 0, NULL, "N", "fpdt: global tokens per chunk"},
     {"--offload-group", OPT_INT, F(offload_group), 0, NULL, "N", "offload: heads per backward group"},
     {"--ulysses-degree", OPT_INT, F(ulysses_degree), 0, NULL, "N", "usp/hybrid: Ulysses group size"},
+    {"--fpdt-impl", OPT_NAME, F(fpdt_impl), CAP(fpdt_impl), "deepspeed|pipelined", "deepspeed|pipelined",
+     "fpdt: DeepSpeed's schedule (default) or the pipelined one"},
     {"--backend", OPT_NAME, F(backend), CAP(backend), "cpu|sim|cuda", "cpu|sim|cuda", "backend (default cpu)"},
     {"--gpus", OPT_INT, F(gpus), 0, NULL, "N", "simulated world size"},
     {"--gpus-per-node", OPT_INT, F(gpus_per_node), 0, NULL, "N", "GPUs per node (default 8)"},
@@ -59,6 +61,9 @@ static const opt_def opts[] = {
     {"--scope", OPT_NAME, F(scope), CAP(scope), "layer|model", "layer|model", "sim: one layer or whole-model estimate"},
     {"--mem-cap", OPT_SIZE, F(mem_cap), 0, NULL, "BYTES", "device memory capacity (80G ok)"},
     {"--host-mem-cap", OPT_SIZE, F(host_mem_cap), 0, NULL, "BYTES", "pinned host capacity per rank"},
+    {"--host-ram", OPT_SIZE, F(host_ram), 0, NULL, "BYTES", "sim: host memory of a node (2T; default: the profile's)"},
+    {"--framework", OPT_NAME, F(framework), CAP(framework), "torchtitan|deepspeed", "torchtitan|deepspeed",
+     "sim model scope: training setup (default torchtitan)"},
     {"--comm", OPT_NAME, F(comm), CAP(comm), "nccl|mpi", "nccl|mpi", "cuda collectives (default nccl)"},
     {"--calibration", OPT_STR, F(calibration), 0, NULL, "FILE", "sim: measured profile constants"},
     {"--no-race-check", OPT_FLAG, F(no_race_check), 0, NULL, NULL, "skip the stream-race check"},
@@ -101,6 +106,7 @@ int cpb_parse_size(const char *s, int64_t *out)
     case 'K': case 'k': mult = 1024; n--; break;
     case 'M': case 'm': mult = 1024 * 1024; n--; break;
     case 'G': case 'g': mult = 1024 * 1024 * 1024; n--; break;
+    case 'T': case 't': mult = (int64_t)1 << 40; n--; break;
     default: break;
     }
     if (n == 0 || n > 40) return -1;
@@ -396,6 +402,7 @@ int cpb_args_problem(const cpb_args *a, int C, cpb_problem *p, char *err, size_t
     p->seq_chunk = a->seq_chunk;
     p->offload_group = a->offload_group;
     p->ulysses_degree = a->ulysses_degree;
+    p->fpdt_impl = strcmp(a->fpdt_impl, "pipelined") == 0 ? CPB_FPDT_PIPELINED : CPB_FPDT_DEEPSPEED;
     if (p->S <= 0) {
         snprintf(err, err_len, "--seq is required: the global sequence length, e.g. --seq 128K");
         return CPB_ERR_INVALID;
@@ -486,7 +493,7 @@ too_many:
 
 void cpb_args_usage(FILE *f)
 {
-    fprintf(f, "Options (every command parses all of them; sizes take binary K, M, G suffixes):\n");
+    fprintf(f, "Options (every command parses all of them; sizes take binary K, M, G, T suffixes):\n");
     for (int k = 0; k < NOPTS; k++) {
         char left[64];
         snprintf(left, sizeof left, "%s%s%s", opts[k].name, opts[k].arg ? " " : "",

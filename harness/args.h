@@ -33,6 +33,7 @@ typedef struct cpb_args {
     int64_t seq_chunk;       /* --seq-chunk N (fpdt; global tokens) */
     int offload_group;       /* --offload-group N (offload) */
     int ulysses_degree;      /* --ulysses-degree N (usp, hybrid upipe) */
+    char fpdt_impl[16];      /* --fpdt-impl deepspeed|pipelined (fpdt; "" = deepspeed) */
     /* where it runs */
     char backend[8];         /* --backend cpu|sim|cuda (default cpu) */
     int gpus;                /* --gpus N (sim world size; 0 = not given) */
@@ -41,6 +42,8 @@ typedef struct cpb_args {
     char scope[8];           /* --scope layer|model (default layer) */
     int64_t mem_cap;         /* --mem-cap BYTES (0 = the device's) */
     int64_t host_mem_cap;    /* --host-mem-cap BYTES (0 = unlimited / profile) */
+    int64_t host_ram;        /* --host-ram BYTES: host memory of a node (sim; 0 = profile's) */
+    char framework[16];      /* --framework torchtitan|deepspeed (sim model scope; "" = default) */
     char comm[8];            /* --comm nccl|mpi (cuda; default nccl) */
     const char *calibration; /* --calibration FILE */
     int no_race_check;       /* --no-race-check */

@@ -145,6 +145,7 @@ static cpb_point_status sweep_point(sweep_run *sr, const cpb_method *m, int64_t 
     int prc = cpb_args_problem(&a, sr->C, &p, err, sizeof err);
     if (prc != CPB_OK) p.S = S, p.C = sr->C;
     cpb_results_point(&p, m->name, a.backend, sr->gpu, a.scope, &tmpl);
+    if (is_sim(sr)) cpb_results_sim_point(a.scope, a.framework, a.host_ram, &tmpl);
     row = tmpl; /* ranks other than 0 take a cached point's status from rank 0 */
 
     const cpb_results_row *hit = sr->rank == 0 ? cached_row(sr, &tmpl) : NULL;

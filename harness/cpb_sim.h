@@ -17,6 +17,8 @@ typedef struct cpb_sim_opts {
     int gpus_per_node;        /* 0 = 8 */
     int64_t mem_cap;          /* device capacity in bytes; 0 = the profile's usable memory */
     int64_t host_mem_cap;     /* pinned host capacity per rank; 0 = profile's share */
+    int64_t host_ram;         /* host memory of one node in bytes; 0 = the profile's */
+    const char *framework;    /* model scope: training setup (NULL = torchtitan) */
     int no_race_check;        /* 1 = skip the stream-race check */
 } cpb_sim_opts;
 
@@ -33,6 +35,11 @@ typedef struct cpb_sim_result {
     double comm_bytes;        /* bytes sent by the busiest rank */
     double pcie_bytes;
 } cpb_sim_result;
+
+struct cpb_gpu_profile;
+/* The GPU profile the options select (--gpu), with the calibration file, --gpus-per-node
+ * and --host-ram applied.  CPB_ERR_INVALID / CPB_ERR_IO with a message for bad input. */
+int cpb_sim_profile(const cpb_sim_opts *o, struct cpb_gpu_profile *prof, char *err, size_t err_len);
 
 /* Run method m on problem p (p->C ranks) on the simulator.  Returns CPB_OK when the
  * simulation ran, even if the trial itself ended in OOM (then r->status says so);

@@ -38,6 +38,16 @@
 #define HOPPER_ATTN_BWD_EFF 0.607
 #define HOPPER_ATTN_BWD_KHALF 545.0
 
+/* Host side, every profile [EST]:
+ * - pageable copies: the driver stages them through its own pinned buffers with a CPU
+ *   memcpy, synchronously, so one copy runs at about one core's memcpy rate, ~10 GB/s on
+ *   the Xeons of HGX/DGX nodes (against ~55 GB/s pinned); each GPU's copy has its own core.
+ * - a host thread filling memory (torch.zeros on the CPU under OMP_NUM_THREADS=1, which
+ *   torchrun and the DeepSpeed launcher set by default per rank): ~10 GB/s, one core's
+ *   store bandwidth. */
+#define HOST_PAGEABLE_BW 10e9
+#define HOST_FILL_BW 10e9
+
 static const cpb_gpu_profile profiles[] = {
     {
         .name = "h100-sxm",
@@ -66,6 +76,7 @@ static const cpb_gpu_profile profiles[] = {
             .pcie_gpu_bw = 55e9,             /* [PN] PCIe Gen5 x16 pinned copies, each way */
             .pcie_node_bw = 220e9,           /* [EST] two GPUs behind each of four PCIe switches
                                                 with one Gen5 x16 uplink each: 4 x 55 GB/s */
+            .pcie_pageable_bw = HOST_PAGEABLE_BW, .host_fill_bw = HOST_FILL_BW,
             .launch = 4e-6,                  /* [EST] back-to-back kernel launch overhead */
             .gpus_per_node = 8,
         },
@@ -87,6 +98,7 @@ static const cpb_gpu_profile profiles[] = {
             .a2a_busbw = 370e9, .sendrecv_busbw = 370e9, .coll_busbw = 370e9, /* NVLink 4 as H100 */
             .inter_busbw = 45e9, .coll_lat = 10e-6, .inter_lat = 20e-6,
             .pcie_gpu_bw = 55e9, .pcie_node_bw = 220e9, /* PCIe Gen5 as H100 */
+            .pcie_pageable_bw = HOST_PAGEABLE_BW, .host_fill_bw = HOST_FILL_BW,
             .launch = 4e-6,
             .gpus_per_node = 8,
         },
@@ -116,6 +128,7 @@ static const cpb_gpu_profile profiles[] = {
             .pcie_gpu_bw = 25e9,             /* [EST] PCIe Gen4 x16 pinned copies (32 GB/s raw) */
             .pcie_node_bw = 100e9,           /* [DS] DGX A100: GPUs in pairs behind four PCIe
                                                 switches, one Gen4 x16 uplink each: 4 x 25 GB/s */
+            .pcie_pageable_bw = HOST_PAGEABLE_BW, .host_fill_bw = HOST_FILL_BW,
             .launch = 4e-6,
             .gpus_per_node = 8,
         },
@@ -136,6 +149,7 @@ static const cpb_gpu_profile profiles[] = {
             .a2a_busbw = 230e9, .sendrecv_busbw = 230e9, .coll_busbw = 230e9,
             .inter_busbw = 22.5e9, .coll_lat = 10e-6, .inter_lat = 20e-6,
             .pcie_gpu_bw = 25e9, .pcie_node_bw = 100e9,
+            .pcie_pageable_bw = HOST_PAGEABLE_BW, .host_fill_bw = HOST_FILL_BW,
             .launch = 4e-6,
             .gpus_per_node = 8,
         },
@@ -214,6 +228,8 @@ static int apply(cpb_gpu_profile *p, const char *key, double v)
     else if (!strcmp(key, "inter_busbw_gbs")) h->inter_busbw = v * 1e9;
     else if (!strcmp(key, "pcie_gbs")) h->pcie_gpu_bw = v * 1e9;
     else if (!strcmp(key, "pcie_node_gbs")) h->pcie_node_bw = v * 1e9;
+    else if (!strcmp(key, "pcie_pageable_gbs")) h->pcie_pageable_bw = v * 1e9;
+    else if (!strcmp(key, "host_fill_gbs")) h->host_fill_bw = v * 1e9;
     else if (!strcmp(key, "launch_us")) h->launch = v * 1e-6;
     else if (!strcmp(key, "coll_lat_us")) h->coll_lat = v * 1e-6;
     else if (!strcmp(key, "inter_lat_us")) h->inter_lat = v * 1e-6;

@@ -24,13 +24,15 @@
  *   inter_busbw_gbs      GB/s      per-GPU bus bandwidth across nodes
  *   pcie_gbs             GB/s      pinned host<->device copy, one GPU, one direction
  *   pcie_node_gbs        GB/s      all GPUs of a node together, one direction
+ *   pcie_pageable_gbs    GB/s      a pageable (not pinned) copy, one GPU, one direction
+ *   host_fill_gbs        GB/s      a host thread filling pinned memory (CPU memset)
  *   launch_us            us        kernel launch overhead
  *   coll_lat_us          us        collective latency inside a node
  *   inter_lat_us         us        collective latency across nodes
  *   mem_gib              GiB       device memory as the driver reports it
  *   reserve_gib          GiB       not available to the tracked allocator (CUDA context,
  *                                  NCCL buffers, library workspaces)
- *   host_mem_gib         GiB       host memory per node
+ *   host_mem_gib         GiB       host memory per node (also --host-ram)
  *   gpus_per_node        count     GPUs per node
  *   (GB = 1e9 bytes; GiB = 2^30 bytes.)
  */

@@ -2,13 +2,15 @@
  * with one context-parallel method for its attention layers (docs/simulator.md lists every
  * assumption; model_scope.c states each in place).
  *
- * Memory per GPU: FSDP/ZeRO-3 model states sharded over the C GPUs, the gathered layer(s),
- * the checkpointed layer inputs (first and last layer on the device, the rest offloaded to
- * host memory), the residual-stream buffers, a tiled MLP and a fused linear cross-entropy,
- * plus the attention layer's traced peak for the method (cpb_sim_layer).  Time per step:
- * per layer a forward, a recomputed forward and a backward of attention (timing model) and
- * of the MLP (FLOPs), FSDP gathers and reduce-scatters and checkpoint copies over PCIe
- * (overlapped with compute), the LM head and the optimizer step. */
+ * Everything around the attention layer follows a training setup, `--framework`
+ * (cpb_framework: TorchTitan FSDP2 by default, or Megatron-DeepSpeed ZeRO-3).  Memory per
+ * GPU: the sharded model states, the gathered layer(s) and gradient buffers, the
+ * reduce-scatter buffer in flight, the checkpointed layer inputs kept on the device, the
+ * residual-stream buffers, the MLP tile and the loss chunk, plus the attention layer's
+ * traced peak for the method (cpb_sim_layer); reported in the paper's three buckets.  Time
+ * per step: per layer a forward, a recomputed forward and a backward of attention (timing
+ * model) and of the MLP (FLOPs), checkpoint copies on the compute stream, parameter
+ * traffic overlapped, the LM head, the loss and the optimizer step. */
 #ifndef CPB_MODEL_SCOPE_H
 #define CPB_MODEL_SCOPE_H
 
@@ -34,12 +36,46 @@ typedef struct cpb_model_spec {
 /* the spec of preset `name`, NULL when the preset has none */
 const cpb_model_spec *cpb_model_spec_find(const char *name);
 
+/* How the MLP is tiled over the sequence, and which loss implementation runs. */
+enum { CPB_MLP_TILE_HIDDEN = 0, /* tiles of D tokens (TiledMLP) */
+       CPB_MLP_TILE_FPDT };     /* tiles of FPDT chunk / C / 2 tokens (FPDT_FFN) */
+enum { CPB_LOSS_FUSED_LINEAR_CE = 0, /* Liger: chunks of c tokens with c*V ~ s*D */
+       CPB_LOSS_FPDT_CHUNKED };     /* FPDT_LogitsLoss: chunks of 256 tokens, fp32 logits */
+
+/* The training setup around the attention layer (`--framework`; model_scope_framework.c
+ * gives every value its source). */
+typedef struct cpb_framework {
+    const char *name, *summary, *source;
+    double state_bytes;      /* sharded model states per parameter */
+    double optimizer_bytes;  /* bytes the optimizer step reads and writes per parameter */
+    int grad_reduce_bytes;   /* dtype of the gradient reduce-scatter */
+    int grad_compute_bytes;  /* dtype autograd produces unsharded gradients in */
+    double prefetch_layers;  /* layers gathered ahead of the current one ... */
+    double prefetch_params;  /* ... or parameters gathered ahead (a bucket) */
+    double rs_layers;        /* layers' gradients in flight in the reduce-scatter buffer ... */
+    double rs_params;        /* ... or elements of a gradient bucket */
+    int ckpt_device_layers;  /* checkpointed layer inputs kept on the device */
+    int ckpt_blocking;       /* checkpoint copies run on the compute stream */
+    int64_t pin_max_tokens;  /* checkpoint copies pinned up to this length (0: pageable) */
+    int mlp_tile;            /* CPB_MLP_TILE_* */
+    double mlp_passes;       /* MLP forward-equivalents per step (3 GEMMs each) */
+    int mlp_tile_buffers;    /* [T, F] storage-dtype buffers of one tile's backward */
+    int mlp_fp32_grads;      /* 1: fp32 accumulators of the MLP weight gradients */
+    int loss;                /* CPB_LOSS_* */
+} cpb_framework;
+
+/* `name` (NULL or "" = torchtitan, the default); NULL when unknown */
+const cpb_framework *cpb_framework_find(const char *name);
+/* "torchtitan, deepspeed" */
+const char *cpb_framework_names(void);
+
 enum { CPB_MOMENT_ATTN_BWD = 0, CPB_MOMENT_MLP_BWD, CPB_MOMENT_LOSS, CPB_MOMENT_COUNT };
 const char *cpb_model_moment_name(int moment);
 
 typedef struct cpb_model_mem {
-    int64_t states;     /* sharded bf16 params, fp32 grads, fp32 Adam moments */
-    int64_t gathered;   /* FSDP-gathered params/grads beyond the attention trace's own */
+    int64_t states;     /* sharded params, grads and optimizer states (framework's bytes) */
+    int64_t gathered;   /* gathered params and unsharded grads beyond the attention trace's */
+    int64_t comm;       /* the gradient reduce-scatter buffer in flight */
     int64_t attn_fixed; /* the attention trace's weights and weight gradients */
     int64_t attn_act;   /* the attention trace's activations (x, y, dy, dx, intermediates) */
     int64_t ckpt;       /* checkpointed layer inputs kept on the device */
@@ -48,9 +84,17 @@ typedef struct cpb_model_mem {
     int64_t total;
 } cpb_model_mem;
 
+/* The three buckets of the paper's memory figures: the sharded model states; what the
+ * attention layer's forward and backward hold; everything else at that moment. */
+typedef struct cpb_model_buckets {
+    int64_t model, attn_act, other;
+} cpb_model_buckets;
+cpb_model_buckets cpb_model_mem_buckets(const cpb_model_mem *m);
+
 typedef struct cpb_model_estimate {
     cpb_problem p;
     const cpb_model_spec *spec;
+    const cpb_framework *fw;
     char method[32];
     char gpu[32];
     int status;                     /* CPB_OK, CPB_ERR_OOM (device), CPB_ERR_NOMEM_HOST, or the
@@ -60,10 +104,13 @@ typedef struct cpb_model_estimate {
     cpb_model_mem moment[CPB_MOMENT_COUNT];
     int peak_moment;
     int64_t capacity;               /* usable device bytes */
-    int64_t host_bytes, host_capacity; /* pinned host bytes per GPU (checkpoints + method) */
+    int64_t host_bytes, host_capacity; /* host bytes per GPU (checkpoints + method) */
+    int ckpt_pageable;              /* checkpoint copies are pageable (not pinned) */
+    int64_t host_ram;               /* --host-ram as asked (0 = the profile's) */
     /* time per step, seconds */
     double attn_layer_s;            /* forward + recomputed forward + backward */
     double mlp_layer_s, norm_layer_s, fsdp_layer_s, ckpt_layer_s, layer_s;
+    double loss_s;                  /* the loss's element-wise passes and copies */
     double head_s, optimizer_s, step_s;
     double tokens_per_s_per_gpu, tflops_per_gpu;
     cpb_sim_result attn;            /* the attention layer on the simulator */

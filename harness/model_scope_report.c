@@ -17,29 +17,31 @@ void cpb_model_estimate_print(FILE *f, const cpb_model_estimate *e)
     fprintf(f, "%s on %s (whole model: %d layers, %.2fB parameters), S = %lld, %d simulated %s (%s)\n",
             e->method, p->model, e->spec->layers, e->params / 1e9,
             (long long)p->S, p->C, p->C == 1 ? "GPU" : "GPUs", e->gpu);
+    fprintf(f, "framework: %s — %s\n", e->fw->name, e->fw->summary);
     fprintf(f, "status: %s%s%s\n", e->status == CPB_OK ? "ok" : e->status == CPB_ERR_OOM ? "oom" :
             e->status == CPB_ERR_NOMEM_HOST ? "host-oom" : cpb_status_name(e->status),
             e->reason[0] ? " — " : "", e->reason);
     if (e->attn.status != CPB_OK) return;
     fprintf(f, "memory per GPU (GiB) at each candidate peak; usable %.2f:\n", gib(e->capacity));
-    fprintf(f, "  %-24s %9s %9s %9s %9s %9s %9s %9s %9s\n", "moment", "states", "gathered", "attn W+dW", "attn act",
-            "ckpt", "residual", "mlp/ce", "total");
+    fprintf(f, "  %-20s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n", "moment", "states", "gathered", "rs buf",
+            "attn W", "attn act", "ckpt", "residual", "mlp/loss", "total");
     for (int k = 0; k < CPB_MOMENT_COUNT; k++) {
         const cpb_model_mem *m = &e->moment[k];
-        fprintf(f, "  %-24s %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f%s\n", cpb_model_moment_name(k),
-                gib(m->states), gib(m->gathered), gib(m->attn_fixed), gib(m->attn_act), gib(m->ckpt), gib(m->residual),
-                gib(m->work), gib(m->total), k == e->peak_moment ? "  <- peak" : "");
+        fprintf(f, "  %-20s %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f%s\n", cpb_model_moment_name(k),
+                gib(m->states), gib(m->gathered), gib(m->comm), gib(m->attn_fixed), gib(m->attn_act), gib(m->ckpt),
+                gib(m->residual), gib(m->work), gib(m->total), k == e->peak_moment ? "  <- peak" : "");
     }
-    const cpb_model_mem *pk = &e->moment[e->peak_moment];
-    fprintf(f, "breakdown at the peak: model states %.2f GiB, attention activations %.2f GiB, other %.2f GiB\n",
-            gib(pk->states + pk->gathered + pk->attn_fixed), gib(pk->attn_act), gib(pk->ckpt + pk->residual + pk->work));
-    fprintf(f, "host (pinned) per GPU: %.2f GiB of %.2f GiB\n", gib(e->host_bytes), gib(e->host_capacity));
+    cpb_model_buckets b = cpb_model_mem_buckets(&e->moment[e->peak_moment]);
+    fprintf(f, "peak in three buckets: model states %.2f GiB, attention activations %.2f GiB, other %.2f GiB\n",
+            gib(b.model), gib(b.attn_act), gib(b.other));
+    fprintf(f, "host per GPU: %.2f GiB of %.2f GiB (checkpoint copies %s)\n", gib(e->host_bytes),
+            gib(e->host_capacity), e->ckpt_pageable ? "pageable" : "pinned");
     fprintf(f, "time per step (predicted):\n");
     fprintf(f, "  per layer: attention %.3f s (fwd %.3f + recompute %.3f + bwd %.3f), MLP %.3f s, norms %.3f s\n",
             e->attn_layer_s, e->attn.fwd_s, e->attn.fwd_s, e->attn.bwd_s, e->mlp_layer_s, e->norm_layer_s);
-    fprintf(f, "             FSDP traffic %.3f s, checkpoint copies %.3f s (overlapped) -> %.3f s\n", e->fsdp_layer_s,
-            e->ckpt_layer_s, e->layer_s);
-    fprintf(f, "  LM head + loss %.3f s, optimizer %.3f s\n", e->head_s, e->optimizer_s);
+    fprintf(f, "             checkpoint copies %.3f s (%s), parameter traffic %.3f s (overlapped) -> %.3f s\n",
+            e->ckpt_layer_s, e->fw->ckpt_blocking ? "on the compute stream" : "overlapped", e->fsdp_layer_s, e->layer_s);
+    fprintf(f, "  LM head %.3f s, loss passes %.3f s, optimizer %.3f s\n", e->head_s, e->loss_s, e->optimizer_s);
     fprintf(f, "  step %.3f s, %.2f tokens/s/GPU, %.1f model TFLOP/s/GPU\n", e->step_s, e->tokens_per_s_per_gpu,
             e->tflops_per_gpu);
 }
@@ -53,6 +55,8 @@ void cpb_model_estimate_row(const cpb_model_estimate *e, cpb_run_row *row)
     snprintf(row->backend, sizeof row->backend, "sim");
     snprintf(row->gpu, sizeof row->gpu, "%s", e->gpu);
     snprintf(row->scope, sizeof row->scope, "model");
+    snprintf(row->framework, sizeof row->framework, "%s", e->fw->name);
+    row->host_ram = e->host_ram;
     row->world_size = p->C;
     row->seq_len = p->S;
     row->head_chunk = p->head_chunk;
@@ -66,6 +70,10 @@ void cpb_model_estimate_row(const cpb_model_estimate *e, cpb_run_row *row)
     const cpb_model_mem *pk = &e->moment[e->peak_moment];
     row->peak_bytes = pk->total;
     row->reserved_bytes = pk->total;
+    cpb_model_buckets b = cpb_model_mem_buckets(pk);
+    row->model_state_bytes = b.model;
+    row->attn_act_bytes = b.attn_act;
+    row->other_bytes = b.other;
     row->intermediate_bytes = e->attn.mem.dev.intermediate_peak;
     row->host_peak_bytes = e->host_bytes;
     row->capacity = e->capacity;
@@ -75,7 +83,7 @@ void cpb_model_estimate_row(const cpb_model_estimate *e, cpb_run_row *row)
     row->bwd_peak = e->attn.mem.bwd.peak;
     if (e->status != CPB_OK) return;
     row->step_s = e->step_s;
-    row->fwd_s = e->spec->layers * (e->attn.fwd_s + e->mlp_layer_s / 4); /* the forward pass's share */
+    row->fwd_s = e->spec->layers * (e->attn.fwd_s + e->mlp_layer_s / e->fw->mlp_passes); /* the forward pass's share */
     row->bwd_s = e->step_s - row->fwd_s;
     row->tokens_per_s = (double)p->S / e->step_s;
     row->tokens_per_s_per_gpu = e->tokens_per_s_per_gpu;
@@ -98,6 +106,9 @@ int cpb_run_model(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts 
         snprintf(row->model, sizeof row->model, "%s", p->model);
         snprintf(row->backend, sizeof row->backend, "sim");
         snprintf(row->scope, sizeof row->scope, "model");
+        const cpb_framework *fw = cpb_framework_find(o ? o->framework : NULL);
+        snprintf(row->framework, sizeof row->framework, "%s", fw ? fw->name : (o && o->framework ? o->framework : ""));
+        row->host_ram = o ? o->host_ram : 0;
         row->world_size = p->C;
         row->seq_len = p->S;
         row->code = rc;

@@ -24,6 +24,14 @@ void cpb_results_point(const cpb_problem *p, const char *method, const char *bac
     o->seq_chunk = p->seq_chunk;
     o->offload_group = p->offload_group;
     o->ulysses_degree = p->ulysses_degree;
+    CPB_RESULTS_SET(o, fpdt_impl, cpb_fpdt_impl_name(p->fpdt_impl));
+}
+
+void cpb_results_sim_point(const char *scope, const char *framework, int64_t host_ram, cpb_results_row *o)
+{
+    int model = scope && strcmp(scope, "model") == 0;
+    CPB_RESULTS_SET(o, framework, model ? (framework && *framework ? framework : CPB_FRAMEWORK_DEFAULT) : "");
+    o->host_ram_bytes = host_ram;
 }
 
 void cpb_results_from_run(const cpb_run_row *in, const cpb_problem *p, int warmup, int iters,
@@ -42,6 +50,10 @@ void cpb_results_from_run(const cpb_run_row *in, const cpb_problem *p, int warmu
     o->device_used_bytes = in->device_used_bytes;
     o->intermediate_bytes = in->intermediate_bytes;
     o->host_peak_bytes = in->host_peak_bytes;
+    o->model_state_bytes = in->model_state_bytes;
+    o->attn_act_bytes = in->attn_act_bytes;
+    o->other_bytes = in->other_bytes;
+    if (strcmp(in->backend, "sim") == 0) cpb_results_sim_point(in->scope, in->framework, in->host_ram, o);
     o->fwd_peak_bytes = in->fwd_peak;
     o->bwd_peak_bytes = in->bwd_peak;
     memcpy(o->at_peak_bytes, in->at_peak, sizeof o->at_peak_bytes);

@@ -18,6 +18,10 @@ void cpb_results_from_run(const cpb_run_row *in, const cpb_problem *p, int warmu
  * shape, options): used to find it among a file's earlier rows */
 void cpb_results_point(const cpb_problem *p, const char *method, const char *backend,
                        const char *gpu, const char *scope, cpb_results_row *out);
+/* the simulator's identifying options: the framework of a model-scope row (resolved:
+ * "" asks for the default) and --host-ram as asked */
+#define CPB_FRAMEWORK_DEFAULT "torchtitan"
+void cpb_results_sim_point(const char *scope, const char *framework, int64_t host_ram, cpb_results_row *o);
 
 #ifdef __cplusplus
 }

@@ -54,7 +54,8 @@ int cpb_results_same_point(const cpb_results_row *a, const cpb_results_row *b)
     return SAME_S(method) && SAME_S(model) && SAME_S(backend) && SAME_S(scope) && SAME_S(dtype) &&
            (!a->gpu[0] || !b->gpu[0] || SAME_S(gpu)) && SAME(world_size) && SAME(seq_len) &&
            SAME(hidden) && SAME(heads) && SAME(kv_heads) && SAME(head_dim) && SAME(head_chunk) &&
-           SAME(seq_chunk) && SAME(offload_group) && SAME(ulysses_degree);
+           SAME(seq_chunk) && SAME(offload_group) && SAME(ulysses_degree) && SAME_S(fpdt_impl) &&
+           SAME_S(framework) && SAME(host_ram_bytes);
 #undef SAME_S
 #undef SAME
 }

@@ -26,7 +26,7 @@ extern "C" {
 #define CPB_RESULTS_SCHEMA "cpbench-results"
 /* Bump when a column changes; files of another version are refused for appending (reading
  * converts by column name and works across versions). */
-#define CPB_RESULTS_SCHEMA_VERSION 1
+#define CPB_RESULTS_SCHEMA_VERSION 2
 
 /* The columns of /runs.  X-macro so the struct, the HDF5 compound type and the column list
  * printed by `cpbench sweep --help` cannot disagree.
@@ -54,6 +54,9 @@ extern "C" {
     L(seq_chunk, "fpdt: global tokens per chunk (0 = method default)")                       \
     I(offload_group, "offload: heads per backward group (0 = default)")                      \
     I(ulysses_degree, "usp / hybrid: Ulysses group size (0 = default)")                      \
+    S(fpdt_impl, 12, "fpdt: deepspeed (DeepSpeed's schedule, the default) or pipelined")     \
+    S(framework, 16, "model scope: training setup (torchtitan, deepspeed); empty on layer rows") \
+    L(host_ram_bytes, "sim: --host-ram, host memory of a node as asked (0 = the GPU profile's)") \
     I(warmup, "untimed warm-up steps")                                                       \
     I(iters, "timed steps (step time = median of the slowest rank)")                         \
     L(capacity_bytes, "device capacity the trial ran under")                                 \
@@ -62,6 +65,9 @@ extern "C" {
     L(device_used_bytes, "driver-level used device memory above the baseline (cuda only, else 0)") \
     L(intermediate_bytes, "high-water of non-fixed tags (paper's intermediate tensor memory)") \
     L(host_peak_bytes, "pinned host high-water (offloading methods)")                        \
+    L(model_state_bytes, "model scope: sharded params, grads, optimizer states at the peak (0 on layer rows)") \
+    L(attn_act_bytes, "model scope: the attention layer's activations at the peak")          \
+    L(other_bytes, "model scope: everything else at the peak (gathered weights, buffers, checkpoints, MLP, loss)") \
     L(fwd_peak_bytes, "device high-water during forward")                                    \
     L(bwd_peak_bytes, "device high-water during backward")                                   \
     A(at_peak_bytes, CPB_TAG_COUNT, "device bytes by tag at the peak; names in the attribute at_peak_tags") \
@@ -120,8 +126,8 @@ int cpb_results_read(const char *path, cpb_results_row **rows, int64_t *n, char 
                      size_t err_len);
 
 /* 1 when rows a and b describe the same trial: method, model, backend, gpu, scope, dtype,
- * world size, sequence length, shape and method options (an interrupted sweep skips such
- * points).  `gpu` is compared only when both rows name one. */
+ * world size, sequence length, shape, method options, framework and host memory (an
+ * interrupted sweep skips such points).  `gpu` is compared only when both rows name one. */
 int cpb_results_same_point(const cpb_results_row *a, const cpb_results_row *b);
 
 /* Column names in table order, NULL-terminated (for docs and tests). */

@@ -21,6 +21,8 @@ void cpb_sim_opts_from_args(const cpb_args *a, cpb_sim_opts *o)
     o->gpus_per_node = a->gpus_per_node;
     o->mem_cap = a->mem_cap;
     o->host_mem_cap = a->host_mem_cap;
+    o->host_ram = a->host_ram;
+    o->framework = a->framework[0] ? a->framework : NULL;
     o->no_race_check = a->no_race_check;
 }
 
@@ -92,6 +94,7 @@ static void row_rates(cpb_run_row *row, const cpb_problem *p)
 int cpb_run_sim(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts *o, cpb_run_row *row)
 {
     row_init(row, p, m, "sim", o && o->gpu && o->gpu[0] ? o->gpu : "h100-sxm");
+    row->host_ram = o ? o->host_ram : 0;
     cpb_sim_result *r = malloc(sizeof *r);
     if (!r) {
         row_status(row, CPB_ERR_NOMEM_HOST, "out of host memory");

@@ -26,6 +26,8 @@ typedef struct cpb_run_row {
     int head_chunk;
     int64_t seq_chunk;
     char scope[8];              /* "layer" or "model" */
+    char framework[16];         /* model scope: the training setup; "" on layer rows */
+    int64_t host_ram;           /* sim: --host-ram as asked (0 = the profile's) */
     char status[16];            /* "ok", "oom", "skipped" (refused shape), "error" */
     char reason[1024];
     int64_t peak_bytes;         /* tracked high-water of the worst rank */
@@ -33,6 +35,9 @@ typedef struct cpb_run_row {
     int64_t device_used_bytes;  /* cuda only; 0 elsewhere */
     int64_t intermediate_bytes;
     int64_t host_peak_bytes;
+    int64_t model_state_bytes;  /* model scope: the peak's three buckets (0 on layer rows) */
+    int64_t attn_act_bytes;
+    int64_t other_bytes;
     double step_s, fwd_s, bwd_s;
     double tokens_per_s, tokens_per_s_per_gpu, tflops_per_gpu;
     double comm_bytes;

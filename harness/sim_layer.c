@@ -10,16 +10,21 @@
 #include "sim/sim_world.h"
 #include "sim/timeline.h"
 
-/* the profile with calibration and --gpus-per-node applied */
-static int sim_profile(const cpb_sim_opts *o, cpb_gpu_profile *prof, char *err, size_t n)
+int cpb_sim_profile(const cpb_sim_opts *o, cpb_gpu_profile *prof, char *n_err, size_t n)
 {
+    char *err = n_err;
     CPB_TRY(cpb_gpu_profile_get(o->gpu, prof, err, n));
     if (o->calibration && o->calibration[0]) CPB_TRY(cpb_gpu_profile_calibrate(prof, o->calibration, err, n));
     if (o->gpus_per_node < 0) {
         snprintf(err, n, "gpus per node must be positive, got %d", o->gpus_per_node);
         return CPB_ERR_INVALID;
     }
+    if (o->host_ram < 0) {
+        snprintf(err, n, "--host-ram must be positive, got %lld bytes", (long long)o->host_ram);
+        return CPB_ERR_INVALID;
+    }
     if (o->gpus_per_node > 0) prof->hw.gpus_per_node = o->gpus_per_node;
+    if (o->host_ram > 0) prof->host_node_bytes = o->host_ram;
     return CPB_OK;
 }
 
@@ -83,7 +88,7 @@ int cpb_sim_layer(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts 
     cpb_sim_opts defaults = {0};
     if (!o) o = &defaults;
     cpb_gpu_profile prof;
-    int rc = sim_profile(o, &prof, r->reason, sizeof r->reason);
+    int rc = cpb_sim_profile(o, &prof, r->reason, sizeof r->reason);
     if (rc == CPB_OK && (!p || !m || p->C <= 0)) {
         snprintf(r->reason, sizeof r->reason, "simulator: a problem with C >= 1 ranks and a method are required");
         rc = CPB_ERR_INVALID;

@@ -63,8 +63,28 @@ def parse_size(s):
     return int(float(s[:-1] if mult > 1 else s) * mult)
 
 
+def base_method(label):
+    """'fpdt/pipelined @deepspeed' -> 'fpdt' (the published tables name the base method)"""
+    return label.split(" @")[0].split("/")[0]
+
+
+def variant(r):
+    """a method's label with the options that change its schedule or setup: fpdt's
+    --fpdt-impl when not DeepSpeed's (the default), the model scope's --framework when not
+    torchtitan (the default)"""
+    label = r["method"]
+    impl = r.get("fpdt_impl", "") or ""
+    if label == "fpdt" and impl not in ("", "deepspeed"):
+        label += "/" + impl
+    fw = r.get("framework", "") or ""
+    if fw not in ("", "torchtitan"):
+        label += " @" + fw
+    return label
+
+
 def method_key(m):
-    return (METHOD_ORDER.index(m) if m in METHOD_ORDER else len(METHOD_ORDER), m)
+    b = base_method(m)
+    return (METHOD_ORDER.index(b) if b in METHOD_ORDER else len(METHOD_ORDER), m)
 
 
 # ---------------------------------------------------------------- reading
@@ -93,7 +113,9 @@ def read_runs(paths):
 
 def point_key(r):
     return (r["method"], r["model"], r["backend"], r["gpu"], r["scope"], int(r["world_size"]),
-            int(r["seq_len"]), int(r.get("head_chunk", 0)), int(r.get("seq_chunk", 0)))
+            int(r["seq_len"]), int(r.get("head_chunk", 0)), int(r.get("seq_chunk", 0)),
+            int(r.get("ulysses_degree", 0)), r.get("fpdt_impl", ""), r.get("framework", ""),
+            int(r.get("host_ram_bytes", 0)))
 
 
 def latest(rows):
@@ -136,7 +158,7 @@ def group_title(key):
 def by_method(rows):
     m = defaultdict(list)
     for r in rows:
-        m[r["method"]].append(r)
+        m[variant(r)].append(r)
     for v in m.values():
         v.sort(key=lambda r: int(r["seq_len"]))
     return dict(sorted(m.items(), key=lambda kv: method_key(kv[0])))
@@ -226,7 +248,7 @@ def fig_throughput(key, rows, pub, out):
     shown_pub = False
     if scope == "model":  # the paper's numbers are whole-model steps: comparable to this scope
         for m in sorted({p["method"] for p in pub}, key=method_key):
-            ps = [p for p in pub if p["method"] == m and p["model"] == model and p["status"] == "ok"
+            ps = [p for p in pub if p["method"] == base_method(m) and p["model"] == model and p["status"] == "ok"
                   and p["metric"] == "tokens_per_s_per_gpu" and int(p["gpus"]) == C]
             if not ps:
                 continue
@@ -344,7 +366,7 @@ def table_rows_vs_published(key, rows, pub):
     for m in sorted(set(ms) | {p["method"] for p in pp}, key=method_key):
         cells = []
         for S in lengths:
-            paper = [p for p in pp if p["method"] == m and int(p["seq_len"]) == S]
+            paper = [p for p in pp if p["method"] == base_method(m) and int(p["seq_len"]) == S]
             ptxt = "-" if not paper else ("OOM" if paper[0]["status"] == "oom" else paper[0]["value"])
             cells.append("%s / %s" % (cell_ours(ms.get(m, []), S), ptxt))
         out.append((m, cells))

@@ -246,6 +246,8 @@ int64_t cpb_gemm_workspace_bytes(void);
 
 /* element-wise */
 int cpb_copy(cpb_ctx *ctx, int stream, cpb_view dst, cpb_view src); /* any dtypes; host<->device too */
+/* dst may be a pinned host buffer: the fill is then the host's (a CPU memset in the
+ * simulator's model), ordered on `stream` like any op */
 int cpb_fill(cpb_ctx *ctx, int stream, cpb_view dst, float value);
 /* y = alpha * x + beta * y */
 int cpb_axpby(cpb_ctx *ctx, int stream, float alpha, cpb_view x, float beta, cpb_view y);
@@ -296,6 +298,10 @@ int cpb_download(cpb_ctx *ctx, cpb_view src, float *dst);
 
 #define CPB_MAX_HEADS 512
 
+/* fpdt's two schedules (methods/fpdt/fpdt.h) */
+enum { CPB_FPDT_DEEPSPEED = 0, CPB_FPDT_PIPELINED = 1 };
+const char *cpb_fpdt_impl_name(int impl);
+
 typedef struct cpb_problem {
     int64_t S;          /* global sequence length */
     int64_t D;          /* hidden */
@@ -308,6 +314,7 @@ typedef struct cpb_problem {
     int64_t seq_chunk;  /* fpdt: global tokens per chunk */
     int offload_group;  /* offload: heads per backward group */
     int ulysses_degree; /* usp / hybrid upipe */
+    int fpdt_impl;      /* fpdt: CPB_FPDT_DEEPSPEED (0, the default) or CPB_FPDT_PIPELINED */
     char model[32];     /* preset name, informational */
 } cpb_problem;
 

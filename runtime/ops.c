@@ -399,9 +399,11 @@ int cpb_copy(cpb_ctx *ctx, int stream, cpb_view dst, cpb_view src)
 int cpb_fill(cpb_ctx *ctx, int stream, cpb_view dst, float value)
 {
     CPB_TRY(stream_ok(ctx, stream, "fill"));
-    cpb_op_begin(ctx, stream, "fill");
+    cpb_op_begin(ctx, stream, dst.buf && dst.buf->host ? "fill_host" : "fill");
+    /* a pinned host destination is allowed: the host fills it (e.g. torch.zeros on pinned
+     * memory), in stream order */
     operand ops[] = {{"dst", &dst, 1, 0}};
-    CPB_TRY(operands(ctx, stream, ctx->opname, ops, 1, 1));
+    CPB_TRY(operands(ctx, stream, ctx->opname, ops, 1, 0));
     cpb_op op = {0};
     op.kind = CPB_OP_FILL;
     op.stream = stream;

@@ -87,3 +87,8 @@ const char *cpb_coll_kind_name(cpb_coll_kind k)
         "reduce_scatter"};
     return (k >= 0 && k < CPB_COLL_KIND_COUNT) ? n[k] : "?";
 }
+
+const char *cpb_fpdt_impl_name(int impl)
+{
+    return impl == CPB_FPDT_PIPELINED ? "pipelined" : "deepspeed";
+}

@@ -3,7 +3,8 @@
 #
 #   every method; llama3-8b on 8 GPUs; qwen3-32b on 8 GPUs and as the paper ran it, 16 GPUs
 #   (Ulysses 8 x ring 2); 128K to 8M tokens including 3M and 5M; then the longest context
-#   per method, bisected.
+#   per method, bisected; FPDT also in the paper's Megatron-DeepSpeed setup; METP's claims
+#   on llama2-7b (MHA) and 8 x A100; then the figures, tables and paper/out/claims.md.
 #
 # Where the numbers come from (each row of the results says so in its `backend` column):
 #   - always: a CPU verification of every method (mpirun -np 4, real math against the fp64
@@ -50,11 +51,13 @@ MPIRUN=(mpirun --oversubscribe --bind-to none)
 [ "$(id -u)" = 0 ] && MPIRUN+=(--allow-run-as-root)
 
 LIST=128K,256K,512K,1M,2M,3M,4M,5M,8M
+METP_LIST=16K,32K,64K,128K,256K
 SHORT_LIST=128K,256K,512K,1M
 LONG_LIST=2M,3M,4M,5M,8M
 BISECT=64K
 if [ "${CPB_REPRODUCE_QUICK:-0}" = 1 ]; then
   LIST=128K,1M,3M
+  METP_LIST=16K,64K
   SHORT_LIST=128K
   LONG_LIST=1M
   BISECT=512K
@@ -113,6 +116,28 @@ for scope in layer model; do
   sim_sweep "llama3-8b-16gpu-$scope-grid" --model llama3-8b --gpus 16 --gpus-per-node 8 \
     --ulysses-degree 8 --scope $scope --seq-list $LIST,6M,7M --method usp,hupipe,upipe
 done
+# FPDT as the paper ran it: DeepSpeed's schedule (--fpdt-impl deepspeed, the default) in the
+# Megatron-DeepSpeed ZeRO-3 setup; and the pipelined schedule beside it
+for fw in deepspeed; do
+  sim_sweep "llama3-8b-8gpu-model-fpdt-$fw-grid" --model llama3-8b --gpus 8 --scope model --framework $fw \
+    --seq-list $LIST --method fpdt
+  sim_sweep "llama3-8b-8gpu-model-fpdt-$fw-max" --model llama3-8b --gpus 8 --scope model --framework $fw \
+    --seq-start 128K --seq-stop 8M --bisect $BISECT --method fpdt
+  sim_sweep "qwen3-32b-16gpu-model-fpdt-$fw-grid" --model qwen3-32b --gpus 16 --gpus-per-node 8 \
+    --ulysses-degree 8 --scope model --framework $fw --seq-list $LIST --method fpdt
+  sim_sweep "qwen3-32b-16gpu-model-fpdt-$fw-max" --model qwen3-32b --gpus 16 --gpus-per-node 8 \
+    --ulysses-degree 8 --scope model --framework $fw --seq-start 128K --seq-stop 8M --bisect $BISECT --method fpdt
+done
+sim_sweep "llama3-8b-8gpu-model-fpdt-pipelined-grid" --model llama3-8b --gpus 8 --scope model \
+  --fpdt-impl pipelined --seq-list $LIST --method fpdt
+# METP's claims (MHA: llama2-7b; 8 x A100): memory against TP at p = 2, 4, 8 and the
+# longest sequence against the other methods, one attention layer
+for p in 2 4 8; do
+  sim_sweep "llama2-7b-${p}gpu-a100-layer-metp-grid" --gpu a100-80g --model llama2-7b --gpus $p --scope layer \
+    --seq-list $METP_LIST --method tp,metp
+done
+sim_sweep "llama2-7b-8gpu-a100-layer-max" --gpu a100-80g --model llama2-7b --gpus 8 --scope layer \
+  --seq-start 16K --seq-stop 16M --bisect $BISECT --method tp,metp,ring,ulysses
 
 # ---------------------------------------------------------------- 3. GPUs
 if [ "$NGPU" -gt 0 ]; then
@@ -166,6 +191,11 @@ log "4/4 figures and tables -> $FIGS"
 MPLBACKEND=Agg "$PY" "$ROOT/paper/make_figures.py" "${FILES[@]}" --out "$FIGS" --length 1M \
   > "$LOGS/figures.log" 2>&1 || note_fail "figures (results/logs/figures.log)"
 tail -n 1 "$LOGS/figures.log"
+log "   the seed papers' claims against our numbers -> $FIGS/claims.md"
+"$PY" "$ROOT/paper/claims.py" "${FILES[@]}" --out "$FIGS/claims.md" > "$LOGS/claims.log" 2>&1 \
+  || note_fail "claims (results/logs/claims.log)"
+grep -E "^(claim|target): " "$LOGS/claims.log" || true
+tail -n 1 "$LOGS/claims.log"
 
 # ---------------------------------------------------------------- summary
 echo
@@ -182,7 +212,7 @@ for f in sys.argv[1:]:
         print("   %-5s %-6s %-8s %5d rows  %s" % (b, s, st, n, words.get(b, b)))
 PYEOF
 echo "CPU verification: results/logs/verify-cpu.log ($(grep -c -i "pass" "$LOGS/verify-cpu.log" 2>/dev/null || echo 0) lines say pass)"
-echo "figures and tables: $FIGS (tables.md lists our numbers beside the paper's)"
+echo "figures and tables: $FIGS (tables.md lists our numbers beside the paper's; claims.md each claim's verdict)"
 echo "time: $(( $(date +%s) - T0 )) s"
 if [ ${#FAILED[@]} -gt 0 ]; then
   echo "FAILED steps:"

@@ -14,28 +14,113 @@ static double wave_eff(const cpb_sim_hw *hw, double units)
     return units / (waves * sms);
 }
 
-double cpb_sim_gemm_eff(const cpb_sim_hw *hw, int64_t m, int64_t n, int64_t k, int64_t batch)
+/* Split-K (cuBLASLt's CUBLASLT_ALGO_CONFIG_SPLITK_NUM; CUTLASS's split-K and Hopper
+ * stream-K kernels): when the output has fewer tiles than the GPU has SMs, the library
+ * splits the reduction over k so every SM gets work, and adds the fp32 partial tiles in a
+ * second pass.  Model: as many splits as fill the SMs, each at least GEMM_SPLITK_MIN_K
+ * deep ([EST]: four 64-deep k steps of a Hopper main loop, below which a split costs more
+ * in prologue and fix-up than it gains). */
+#define GEMM_SPLITK_MIN_K 256.0
+
+static double gemm_tiles(const cpb_sim_hw *hw, int64_t m, int64_t n, int64_t batch)
 {
     double tm = hw->gemm_tile_m > 0 ? hw->gemm_tile_m : 128;
     double tn = hw->gemm_tile_n > 0 ? hw->gemm_tile_n : 128;
-    double tiles = ceil((double)m / tm) * ceil((double)n / tn) * (double)(batch > 0 ? batch : 1);
+    return ceil((double)m / tm) * ceil((double)n / tn) * (double)(batch > 0 ? batch : 1);
+}
+
+double cpb_sim_gemm_splits(const cpb_sim_hw *hw, int64_t m, int64_t n, int64_t k, int64_t batch)
+{
+    double tiles = gemm_tiles(hw, m, n, batch), sms = hw->num_sms > 0 ? hw->num_sms : 1;
+    if (tiles <= 0 || tiles >= sms) return 1.0;
+    double by_sms = floor(sms / tiles), by_depth = floor((double)k / GEMM_SPLITK_MIN_K);
+    double s = by_sms < by_depth ? by_sms : by_depth;
+    return s > 1.0 ? s : 1.0;
+}
+
+double cpb_sim_gemm_eff(const cpb_sim_hw *hw, int64_t m, int64_t n, int64_t k, int64_t batch)
+{
+    /* a batched GEMM is one kernel: its batch entries' tiles share the waves */
+    double tiles = gemm_tiles(hw, m, n, batch);
+    double splits = cpb_sim_gemm_splits(hw, m, n, k, batch);
     /* the fixed cost of a tile (prologue, epilogue, pipeline fill) is amortized over the
-     * reduction depth k */
-    double depth = (double)k / ((double)k + hw->gemm_k_half);
-    return hw->gemm_eff_max * wave_eff(hw, tiles) * depth;
+     * reduction depth of one split */
+    double kk = (double)k / splits;
+    double depth = kk / (kk + hw->gemm_k_half);
+    return hw->gemm_eff_max * wave_eff(hw, tiles * splits) * depth;
+}
+
+/* Longest-processing-time-first: a causal call's row blocks do unequal work (block i of a
+ * square causal call attends i+1 key tiles), and FlashAttention-3 hands the longest
+ * remaining tile to the first free SM (hopper/tile_scheduler.hpp,
+ * DynamicPersistentTileScheduler: "longest-processing-time-first scheduling"); the
+ * backward's dK,dV blocks are launched longest first too, and the in-order block dispatch
+ * then is the same greedy list schedule [EST].  The idle tail is then the shortest tiles,
+ * not a whole wave.  Greedy LPT on the SMs, exactly, for up to LPT_MAX_JOBS tiles; above
+ * that the tail is below one short tile per SM (the bound total/P + shortest job). */
+#define LPT_MAX_JOBS 200000
+
+static double lpt_schedule(int P, double row_blocks, double heads);
+
+/* the schedule of a shape is worked out once: a trace repeats few shapes many times, and
+ * the timeline replays it several times (one direct-mapped memo; the simulator is
+ * single-threaded) */
+static double lpt_eff(const cpb_sim_hw *hw, double row_blocks, double heads)
+{
+    enum { MEMO = 64 };
+    static struct { int P; double rb, h, eff; } memo[MEMO];
+    int P = hw->num_sms > 0 ? hw->num_sms : 1;
+    unsigned slot = (unsigned)((int64_t)row_blocks * 31 + (int64_t)heads * 7 + P) % MEMO;
+    if (memo[slot].P == P && memo[slot].rb == row_blocks && memo[slot].h == heads) return memo[slot].eff;
+    double eff = lpt_schedule(P, row_blocks, heads);
+    memo[slot].P = P, memo[slot].rb = row_blocks, memo[slot].h = heads, memo[slot].eff = eff;
+    return eff;
+}
+
+static double lpt_schedule(int P, double row_blocks, double heads)
+{
+    double n = row_blocks * heads, total = heads * row_blocks * (row_blocks + 1) / 2;
+    if (n <= 0) return 1.0;
+    if (n > LPT_MAX_JOBS) return total / (total + P);
+    double load[1024];
+    if (P > 1024) P = 1024;
+    for (int i = 0; i < P; i++) load[i] = 0;
+    /* a min-heap of the SMs' loads; jobs in decreasing size, each to the least loaded SM */
+    for (int64_t size = (int64_t)row_blocks; size >= 1; size--)
+        for (int64_t h = 0; h < (int64_t)heads; h++) {
+            load[0] += (double)size;
+            for (int i = 0;;) { /* sift down */
+                int l = 2 * i + 1, r = l + 1, m = i;
+                if (l < P && load[l] < load[m]) m = l;
+                if (r < P && load[r] < load[m]) m = r;
+                if (m == i) break;
+                double t = load[i];
+                load[i] = load[m];
+                load[m] = t;
+                i = m;
+            }
+        }
+    double span = 0;
+    for (int i = 0; i < P; i++)
+        if (load[i] > span) span = load[i];
+    return total / (P * span);
 }
 
 double cpb_sim_attn_eff(const cpb_sim_hw *hw, int bwd, int64_t rows, int64_t heads, int64_t pairs)
 {
     if (rows <= 0 || pairs <= 0) return 1.0;
     double tr = hw->attn_tile_rows > 0 ? hw->attn_tile_rows : 128;
-    double blocks = ceil((double)rows / tr) * (double)heads;
+    double row_blocks = ceil((double)rows / tr);
+    /* a square causal call (cpb_attn_pairs of sq == sk, equal offsets) is scheduled longest
+     * first; any other call has row blocks of equal work and runs in waves */
+    int causal_square = pairs == rows * (rows + 1) / 2;
+    double wave = causal_square ? lpt_eff(hw, row_blocks, (double)heads) : wave_eff(hw, row_blocks * (double)heads);
     /* keys per query row: the work over which a row block's fixed cost (loading Q, writing
      * O and lse, the partly masked diagonal tile) is amortized */
     double kv = (double)pairs / (double)rows;
     double k_half = bwd ? hw->attn_bwd_k_half : hw->attn_fwd_k_half;
     double emax = bwd ? hw->attn_bwd_eff_max : hw->attn_fwd_eff_max;
-    return emax * wave_eff(hw, blocks) * kv / (kv + k_half);
+    return emax * wave * kv / (kv + k_half);
 }
 
 static double roofline(const cpb_sim_hw *hw, double flops, double eff, double bytes)
@@ -49,14 +134,21 @@ double cpb_sim_op_time(const cpb_sim_hw *hw, const sim_entry *e)
 {
     if (e->phase == SIM_PHASE_SETUP) return 0.0;
     switch (e->kind) {
-    case CPB_OP_GEMM:
-        return roofline(hw, e->flops, cpb_sim_gemm_eff(hw, e->w0, e->w1, e->w2, e->w3), e->bytes);
+    case CPB_OP_GEMM: {
+        /* split-K writes and reads back fp32 partial tiles of the output */
+        double splits = cpb_sim_gemm_splits(hw, e->w0, e->w1, e->w2, e->w3);
+        double fixup = splits > 1.0 ? 2.0 * 4.0 * splits * (double)e->w0 * (double)e->w1 * (double)(e->w3 > 0 ? e->w3 : 1) : 0.0;
+        return roofline(hw, e->flops, cpb_sim_gemm_eff(hw, e->w0, e->w1, e->w2, e->w3), e->bytes + fixup);
+    }
     case CPB_OP_ATTN_FWD:
         return roofline(hw, e->flops, cpb_sim_attn_eff(hw, 0, e->w0, e->w1, e->w2), e->bytes);
     case CPB_OP_ATTN_BWD:
         return roofline(hw, e->flops, cpb_sim_attn_eff(hw, 1, e->w0, e->w1, e->w2), e->bytes);
+    case CPB_OP_FILL:
+        if (e->pcie == SIM_HOST_FILL && hw->host_fill_bw > 0) return e->bytes / hw->host_fill_bw + hw->launch;
+        return roofline(hw, 0, 0, e->bytes);
     case CPB_OP_COPY:
-        if (e->pcie != SIM_PCIE_NONE) {
+        if (e->pcie == SIM_PCIE_H2D || e->pcie == SIM_PCIE_D2H) {
             double share = e->share > 1.0 ? e->share : 1.0;
             double bw = hw->pcie_node_bw / share;
             if (hw->pcie_gpu_bw < bw) bw = hw->pcie_gpu_bw;

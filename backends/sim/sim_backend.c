@@ -150,6 +150,7 @@ static int sim_run_op(cpb_ctx *ctx, const cpb_op *op)
     e->flops = op->flops;
     e->bytes = op->bytes;
     if (op->pcie) e->pcie = op->u.copy.dst.buf->host ? SIM_PCIE_D2H : SIM_PCIE_H2D;
+    if (op->kind == CPB_OP_FILL && op->u.fill.dst.buf && op->u.fill.dst.buf->host) e->pcie = SIM_HOST_FILL;
     switch (op->kind) {
     case CPB_OP_GEMM:
         e->w0 = op->u.gemm.m;

@@ -12,7 +12,8 @@ extern "C" {
 typedef struct cpb_sim_hw {
     double peak_flops;       /* dense bf16 tensor-core peak */
     int num_sms;             /* streaming multiprocessors (wave quantization) */
-    /* GEMM: eff = gemm_eff_max * wave(m, n, batch) * k / (k + gemm_k_half) */
+    /* GEMM: eff = gemm_eff_max * wave(tiles * splits) * kk / (kk + gemm_k_half), tiles over
+     * m, n and the batch, kk = k / splits (split-K when tiles < num_sms; op_time.c) */
     double gemm_eff_max;
     double gemm_k_half;      /* reduction depth at which a GEMM reaches half its efficiency */
     int gemm_tile_m, gemm_tile_n; /* output tile of one thread block (wave quantization) */
@@ -33,6 +34,8 @@ typedef struct cpb_sim_hw {
     /* host <-> device copies */
     double pcie_gpu_bw;      /* pinned copies, one direction, one GPU alone */
     double pcie_node_bw;     /* all GPUs of a node together, one direction */
+    double pcie_pageable_bw; /* a pageable (not pinned) copy, one GPU, one direction */
+    double host_fill_bw;     /* bytes/s a host thread fills pinned memory at (a CPU memset) */
     double launch;           /* per kernel / copy launch overhead */
     int gpus_per_node;
 } cpb_sim_hw;

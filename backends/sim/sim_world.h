@@ -27,7 +27,9 @@ typedef enum sim_entry_type {
  * modelled time: a measured step starts from idle, synchronized ranks. */
 typedef enum sim_phase { SIM_PHASE_SETUP = 0, SIM_PHASE_FWD, SIM_PHASE_BWD } sim_phase;
 
-typedef enum sim_pcie { SIM_PCIE_NONE = 0, SIM_PCIE_H2D, SIM_PCIE_D2H } sim_pcie;
+/* host<->device copies by direction; SIM_HOST_FILL: the host filling pinned memory (no
+ * PCIe traffic: timed at the host's memset bandwidth) */
+typedef enum sim_pcie { SIM_PCIE_NONE = 0, SIM_PCIE_H2D, SIM_PCIE_D2H, SIM_HOST_FILL } sim_pcie;
 
 typedef struct sim_entry {
     uint8_t type;    /* sim_entry_type */

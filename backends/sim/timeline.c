@@ -167,7 +167,7 @@ static int advance(replay *R, int r, int64_t *moved)
         case SIM_OP: {
             double d = cpb_sim_op_time(R->hw, e);
             finish(rs, e, idx, sf[e->stream], sf[e->stream] + d);
-            if (e->pcie && e->phase != SIM_PHASE_SETUP) rs->pcie += e->bytes / 2.0;
+            if ((e->pcie == SIM_PCIE_H2D || e->pcie == SIM_PCIE_D2H) && e->phase != SIM_PHASE_SETUP) rs->pcie += e->bytes / 2.0;
             break;
         }
         case SIM_RECORD:

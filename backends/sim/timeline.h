@@ -6,7 +6,8 @@
  *   the events it waits for have completed (program order per stream, events across
  *   streams, a sync joins every stream of the rank);
  * - a compute op takes max(flops / (peak * eff), bytes / hbm_bw) + launch, with eff a
- *   function of the work in the call (GEMM and attention curves separate);
+ *   function of the work in the call (GEMM and attention curves separate); a batched GEMM
+ *   is one kernel, and a GEMM with fewer output tiles than SMs is split over k (split-K);
  * - a host<->device copy moves bytes/2 (the front-end counts source plus destination) at
  *   min(pcie_gpu_bw, pcie_node_bw / n), n the mean number of the node's GPUs copying in
  *   the same direction meanwhile (found by a fixed-point iteration over passes);
@@ -47,6 +48,8 @@ int cpb_sim_timeline(cpb_sim_world *w, const cpb_sim_hw *hw, cpb_sim_timing *out
 double cpb_sim_op_time(const cpb_sim_hw *hw, const sim_entry *e);
 /* efficiency curves (fraction of peak) */
 double cpb_sim_gemm_eff(const cpb_sim_hw *hw, int64_t m, int64_t n, int64_t k, int64_t batch);
+/* the split-K factor the GEMM curve assumes for an m x n x k GEMM of `batch` entries */
+double cpb_sim_gemm_splits(const cpb_sim_hw *hw, int64_t m, int64_t n, int64_t k, int64_t batch);
 double cpb_sim_attn_eff(const cpb_sim_hw *hw, int bwd, int64_t rows, int64_t heads, int64_t pairs);
 
 #ifdef __cplusplus

@@ -18,10 +18,12 @@
  * once and copies it, and on the way back the gradients of the replicas are summed by
  * accumulating every chunk into the fp32 dW and dx accumulators.
  *
- * The heads of a chunk need not be contiguous (upipe's stages take strided heads): a chunk
- * whose heads are equal runs of consecutive heads with a constant stride between runs is
- * handled with one batched GEMM whose batch is the runs (views' heads with head_stride), so
- * no gather buffer is needed; any other head list falls back to one op per head.
+ * The heads of a chunk need not be contiguous (upipe's stages take strided heads).  When
+ * the chunks are copies of blocks of consecutive heads at a constant stride (every map of
+ * the family: a2a.c, blocks_of), each op is ONE GEMM or copy batched over the blocks (the
+ * views' heads with head_stride), as the references issue one GEMM per projection or
+ * stage; any other head list falls back to one op per chunk (a batch over its runs) or
+ * per head.
  */
 #ifndef CPB_A2A_H
 #define CPB_A2A_H
@@ -69,26 +71,25 @@ int cpb_a2a_unpack(cpb_ctx *ctx, int st, const cpb_a2a_map *m, int64_t rows, int
                    cpb_buf *packed, cpb_buf *dst, int dst_heads);
 
 /* Gradient of the projection, from a packed head->seq receive buffer holding dL/d(proj
- * output) for this rank's tokens: RoPE backward in place (when sq->rope_base > 0), then
- * dw[:, heads] += x^T chunk (one batched GEMM per chunk, its runs of heads as the batch)
- * and dx32 += chunk W[:, heads]^T (one GEMM per run: a sum over heads), for every chunk,
- * so the gradients of replicated heads are summed.  dw and dx32 are fp32 accumulators;
- * strided heads are addressed in place, no gather buffer (ulysses, upipe, offload). */
-int cpb_a2a_grad_project_inplace(cpb_ctx *ctx, int st, const cpb_a2a_map *m, const cpb_a2a_seq *sq,
-                                 cpb_buf *packed, cpb_buf *w, int w_heads, cpb_buf *dw, cpb_buf *dx32);
-
-/* The same gradient with dx as ONE GEMM over all chunks (fewer, larger GEMMs; usp): the
- * chunks are first laid side by side in `scratch` ([s][C*n*d]; the head tensor that was
- * just sent is free for it), and when the chunks' heads are not consecutive columns of W,
- * those columns are gathered into `wg` ([D][C*n*d], cpb_a2a_gather_elems) first.
- * Replicated heads appear once per chunk in both, so the replicas' gradients are summed. */
+ * output) for this rank's tokens: the replicas of a replicated head summed, RoPE backward
+ * in place (when sq->rope_base > 0), then dw[:, heads] += x^T g (one GEMM batched over the
+ * map's blocks) and dx += g W[:, heads]^T as ONE GEMM over all of them (k = the map's
+ * heads x d), as the references do one addmm per projection or stage.  For that GEMM the
+ * blocks are laid side by side in `scratch` ([s][heads*d]; the head tensor that was just
+ * sent is free for it; unused when the map is one block), and when the heads are not
+ * consecutive columns of W those columns are gathered into `wg` ([D][heads*d],
+ * cpb_a2a_gather_elems; NULL when cpb_a2a_needs_gather says no).  dw is fp32; dx
+ * accumulates in its own dtype (ulysses, upipe, offload, usp, hupipe). */
 int cpb_a2a_grad_project(cpb_ctx *ctx, int st, const cpb_a2a_map *m, const cpb_a2a_seq *sq,
                          cpb_buf *packed, cpb_buf *scratch, cpb_buf *wg, cpb_buf *w, int w_heads,
                          cpb_buf *dw, cpb_buf *dx);
-/* 1 when the map's heads (chunk-major) are not consecutive columns of W: the one-GEMM dx
- * then needs the gathered weight buffer of cpb_a2a_gather_elems(m, D, d) elements */
+/* 1 when the map's heads are not consecutive columns of W: cpb_a2a_grad_project then needs
+ * the gathered weight buffer of cpb_a2a_gather_elems(m, D, d) elements */
 int cpb_a2a_needs_gather(const cpb_a2a_map *m);
 int64_t cpb_a2a_gather_elems(const cpb_a2a_map *m, int64_t D, int d);
+/* the gathered-weight elements map m needs: cpb_a2a_gather_elems when it needs them, else 0
+ * (a method sizes one gather buffer for the largest need over its maps) */
+int64_t cpb_a2a_gather_need(const cpb_a2a_map *m, int64_t D, int d);
 
 /* dO of the chunk heads from the layer's output gradient: packed[j] = dy Wo[rows of the
  * heads of chunk j]^T.  dy [s][D], wo [H*d][D]. */

@@ -69,3 +69,16 @@ int cpb_stages_kv_last(const cpb_stages *s, int t)
 {
     return t == s->nstage - 1 || cpb_stages_kv_changes(s, t + 1);
 }
+
+int64_t cpb_stages_gather_elems(const cpb_stages *s, int64_t D, int d)
+{
+    int64_t need = 0;
+    for (int t = 0; t < s->nstage; t++) {
+        cpb_a2a_map q, kv;
+        cpb_stages_maps(s, t, &q, &kv);
+        int64_t nq = cpb_a2a_gather_need(&q, D, d), nkv = cpb_a2a_gather_need(&kv, D, d);
+        if (nq > need) need = nq;
+        if (nkv > need) need = nkv;
+    }
+    return need;
+}

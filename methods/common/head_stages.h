@@ -33,6 +33,9 @@ void cpb_stages_maps(const cpb_stages *s, int t, cpb_a2a_map *q, cpb_a2a_map *kv
 int cpb_stages_kv_changes(const cpb_stages *s, int t);
 /* 1 when stage t is the last on its kv heads */
 int cpb_stages_kv_last(const cpb_stages *s, int t);
+/* the largest gathered-weight buffer (elements) any stage's q or kv map needs for the one
+ * dx GEMM of cpb_a2a_grad_project; 0 when every map is consecutive columns of W */
+int64_t cpb_stages_gather_elems(const cpb_stages *s, int64_t D, int d);
 
 #ifdef __cplusplus
 }

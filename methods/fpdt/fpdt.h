@@ -54,8 +54,12 @@ typedef struct fpdt_state {
     cpb_buf *lse_h;  /* [u][hq][chunk] fp32 */
 } fpdt_state;
 
-int fpdt_forward(cpb_ctx *ctx, cpb_layer *L, void **state);
-int fpdt_backward(cpb_ctx *ctx, cpb_layer *L, void *state);
+/* the pipelined schedule (fpdt_fwd.c, fpdt_bwd*.c) */
+int fpdt_pipe_forward(cpb_ctx *ctx, cpb_layer *L, void **state);
+int fpdt_pipe_backward(cpb_ctx *ctx, cpb_layer *L, void *state);
+/* DeepSpeed's schedule (fpdt_ds*.c) */
+int fpdt_ds_forward(cpb_ctx *ctx, cpb_layer *L, void **state);
+int fpdt_ds_backward(cpb_ctx *ctx, cpb_layer *L, void *state);
 
 /* ---- packing helpers (fpdt_pack.c) ---- */
 

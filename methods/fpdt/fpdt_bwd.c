@@ -210,7 +210,7 @@ static int bwd_run(fpdt_bwd *B)
     return free_all(B);
 }
 
-int fpdt_backward(cpb_ctx *ctx, cpb_layer *L, void *state)
+int fpdt_pipe_backward(cpb_ctx *ctx, cpb_layer *L, void *state)
 {
     fpdt_state *st = state;
     if (!st) return cpb_fail(ctx, CPB_ERR_INVALID, "fpdt backward: no forward state");

@@ -201,7 +201,7 @@ static int fwd_run(fwd *F)
     return free_device(F);
 }
 
-int fpdt_forward(cpb_ctx *ctx, cpb_layer *L, void **state)
+int fpdt_pipe_forward(cpb_ctx *ctx, cpb_layer *L, void **state)
 {
     fpdt_state *st = calloc(1, sizeof *st);
     if (!st) return cpb_fail(ctx, CPB_ERR_NOMEM_HOST, "fpdt: out of host memory for the forward state");

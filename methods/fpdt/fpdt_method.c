@@ -39,6 +39,8 @@ int fpdt_dims_init(const cpb_problem *p, int rank, fpdt_dims *m, char *why, size
         REFUSE("fpdt: %lld chunks exceed the %d token segments a layout can hold; use a larger --seq-chunk",
                (long long)u, CPB_MAX_SEGS);
     if (rank < 0 || rank >= C) REFUSE("fpdt: rank %d outside the world of %d", rank, C);
+    if (p->fpdt_impl != CPB_FPDT_DEEPSPEED && p->fpdt_impl != CPB_FPDT_PIPELINED)
+        REFUSE("fpdt: unknown schedule %d (--fpdt-impl deepspeed or pipelined)", p->fpdt_impl);
 
     m->C = C;
     m->rank = rank;
@@ -84,10 +86,21 @@ static int fpdt_token_layout(const cpb_problem *p, int rank, cpb_segs *out)
     return CPB_OK;
 }
 
+/* --fpdt-impl: the knob changes the schedule, so it is the method's */
+static int fpdt_forward(cpb_ctx *ctx, cpb_layer *L, void **state)
+{
+    return L->p.fpdt_impl == CPB_FPDT_PIPELINED ? fpdt_pipe_forward(ctx, L, state) : fpdt_ds_forward(ctx, L, state);
+}
+
+static int fpdt_backward(cpb_ctx *ctx, cpb_layer *L, void *state)
+{
+    return L->p.fpdt_impl == CPB_FPDT_PIPELINED ? fpdt_pipe_backward(ctx, L, state) : fpdt_ds_backward(ctx, L, state);
+}
+
 const cpb_method cpb_method_fpdt = {
     .name = "fpdt",
-    .summary = "FPDT (DeepSpeed): Ulysses per sequence chunk, finished chunks offloaded to pinned host, "
-               "double-buffered KV fetches",
+    .summary = "FPDT: Ulysses per sequence chunk, finished chunks in pinned host memory; --fpdt-impl deepspeed "
+               "(DeepSpeed's schedule, default) or pipelined",
     .check = fpdt_check,
     .token_layout = fpdt_token_layout,
     .weight_shard = NULL,

@@ -4,7 +4,7 @@
  * of the stage with fp32 dK,dV accumulated over the stages sharing them, dq exchanged back
  * into dx and the stage's columns of dWq; dK,dV go back after their last stage. */
 #include "hupipe/hupipe.h"
-#include "ulysses/ulysses.h" /* the fp32 dx accumulator and dW zeroing of the family */
+#include "ulysses/ulysses.h" /* the dx accumulation and dW zeroing of the family */
 
 #define ST CPB_STREAM_COMPUTE
 
@@ -26,7 +26,8 @@ typedef struct bwd_bufs {
     cpb_buf *dls, *dlh;      /* delta fp32 [2c][m]: sent (then ring order), received */
     cpb_buf *kv;             /* [K | V] [2c][nk][d] ring order */
     cpb_buf *dkv, *dkv_stage;/* fp32 [dK | dV]: sum over the kv group's stages, one stage */
-    cpb_buf *dx32;           /* dx accumulator (cpb_uly_dx_begin) */
+    cpb_buf *wg;             /* a stage's strided weight columns, gathered for the dx GEMM */
+    cpb_buf *dx;             /* dx accumulator (cpb_uly_dx_begin) */
 } bwd_bufs;
 
 /* dO and delta of the stage's heads, exchanged and permuted to ring order; dWo rows */
@@ -45,8 +46,9 @@ static int out_grad(cpb_ctx *ctx, cpb_layer *L, const hupipe_plan *pl, const cpb
 }
 
 /* One projection's gradient: fp32 ring order (at g_off) -> a2a order in qx -> exchanged
- * head->seq into doh -> dW and dx, the stage's strided heads addressed in place (no
- * gathered weight columns), as upipe does. */
+ * head->seq into doh -> dW and dx, one GEMM each (qx, dead once sent, lays the chunks side
+ * by side for the dx GEMM; the stage's strided weight columns are gathered), as upipe
+ * does. */
 static int give_back(cpb_ctx *ctx, const hupipe_plan *pl, const char *what, const cpb_a2a_map *m, cpb_buf *grad32,
                      int64_t g_off, bwd_bufs *b, cpb_buf *w, int w_heads, int rope, cpb_buf *dw)
 {
@@ -56,7 +58,7 @@ static int give_back(cpb_ctx *ctx, const hupipe_plan *pl, const char *what, cons
     CPB_TRY(cpb_range_push(ctx, "%s", what));
     CPB_TRY(cpb_grid_to_a2a(ctx, ST, &sh->g, (int64_t)m->n * sh->d, grad32, g_off, b->qx, 0));
     CPB_TRY(cpb_grid_a2a(ctx, ST, &sh->g, b->qx, 0, b->doh, 0, cpb_a2a_elems(m, sh->s, sh->d)));
-    CPB_TRY(cpb_a2a_grad_project_inplace(ctx, ST, m, &sq, b->doh, w, w_heads, dw, b->dx32));
+    CPB_TRY(cpb_a2a_grad_project(ctx, ST, m, &sq, b->doh, b->qx, b->wg, w, w_heads, dw, b->dx));
     return cpb_range_pop(ctx);
 }
 
@@ -107,7 +109,7 @@ static int backward_body(cpb_ctx *ctx, cpb_layer *L, const hupipe_plan *pl, hupi
     int64_t nd = 2 * sh->g.c * pl->st.m;
     bwd_bufs b = {0};
     CPB_TRY(cpb_uly_zero_dw(ctx, L));
-    CPB_TRY(cpb_uly_dx_begin(ctx, L, &b.dx32));
+    CPB_TRY(cpb_uly_dx_begin(ctx, L, &b.dx));
     CPB_TRY(cpb_alloc(ctx, &b.qh, pl->Nm, dt, CPB_TAG_A2A, "q_head"));
     CPB_TRY(cpb_alloc(ctx, &b.qx, pl->Nm, dt, CPB_TAG_A2A, "stage_xchg"));
     CPB_TRY(cpb_alloc(ctx, &b.doh, pl->Nm, dt, CPB_TAG_GRAD_ACT, "do_head"));
@@ -118,14 +120,16 @@ static int backward_body(cpb_ctx *ctx, cpb_layer *L, const hupipe_plan *pl, hupi
     CPB_TRY(cpb_alloc(ctx, &b.dkv, 2 * pl->Nkm, CPB_FP32, CPB_TAG_GRAD_ACT, "dkv32"));
     if (kv_shared(&pl->st))
         CPB_TRY(cpb_alloc(ctx, &b.dkv_stage, 2 * pl->Nkm, CPB_FP32, CPB_TAG_GRAD_ACT, "dkv32_stage"));
+    int64_t ng = cpb_stages_gather_elems(&pl->st, sh->D, sh->d);
+    if (ng) CPB_TRY(cpb_alloc(ctx, &b.wg, ng, dt, CPB_TAG_GATHER, "w_gather"));
     for (int t = 0; t < pl->st.nstage; t++) {
         CPB_TRY(cpb_range_push(ctx, "stage%d", t));
         CPB_TRY(range_end(ctx, stage(ctx, L, pl, t, &b, s)));
     }
     cpb_buf **all[] = {&b.qh, &b.qx, &b.doh, &b.dq32, &b.dls, &b.dlh, &b.kv, &b.dkv, &b.dkv_stage,
-                       &s->oseq, &s->lse};
+                       &b.wg, &s->oseq, &s->lse};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) CPB_TRY(cpb_free(ctx, ST, all[i]));
-    return cpb_uly_dx_end(ctx, L, &b.dx32);
+    return CPB_OK;
 }
 
 int hupipe_backward(cpb_ctx *ctx, cpb_layer *L, void *state)

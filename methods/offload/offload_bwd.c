@@ -4,12 +4,14 @@
  * Ulysses backward on those heads alone: dO for the group's heads, attention backward,
  * o exchanged back for dWo, dq, dk, dv exchanged back into dx and dW.  A kv head shared by
  * two groups gets two partial gradients, each exchanged and summed on the sequence side
- * (the fp32 dW and dx accumulators).  While group b computes, group b+1's q, k, v, o, lse
+ * (into the fp32 dW and the dx of the storage dtype).  While group b computes, group b+1's q, k, v, o, lse
  * are fetched into the other slot on the copy stream; events order the slot's reuse.
  *
  * No separate exchange buffers: dqh carries the packed dO send before the attention
  * writes it, and doh (dead after the attention) receives o, dq, dk and dv in turn
- * (a group's kv heads are at most its query heads, so they fit).
+ * (a group's kv heads are at most its query heads, so they fit); each gradient's head
+ * tensor, dead once sent, lays the chunks side by side for the one dx GEMM, and the group's
+ * strided weight columns are gathered into `wg` for it.
  *
  * x: the forward put a copy on the host, as a checkpointed layer's input would be; the
  * layer trial keeps the input on the device as a fixed tensor of every method, so the dW
@@ -33,7 +35,8 @@ typedef struct bwd {
     int used_valid[2];
     cpb_event *ready;   /* group b's fetch has landed */
     cpb_buf *doh, *dqh, *dkh, *dvh;
-    cpb_buf *dx32;      /* dx accumulator (cpb_uly_dx_begin) */
+    cpb_buf *wg;        /* the group's weight columns gathered for the dx GEMM */
+    cpb_buf *dx;        /* dx accumulator (cpb_uly_dx_begin) */
 } bwd;
 
 static int fetch(cpb_ctx *ctx, bwd *B, int b)
@@ -104,7 +107,7 @@ static int give_back(cpb_ctx *ctx, bwd *B, const char *what, const cpb_a2a_map *
     if (!rope) sq.rope_base = 0;
     CPB_TRY(cpb_range_push(ctx, "%s", what));
     CPB_TRY(exchange(ctx, m, B->u, grad, B->doh));
-    CPB_TRY(cpb_a2a_grad_project_inplace(ctx, ST, m, &sq, B->doh, w, w_heads, dw, dx));
+    CPB_TRY(cpb_a2a_grad_project(ctx, ST, m, &sq, B->doh, grad, B->wg, w, w_heads, dw, dx));
     return cpb_range_pop(ctx);
 }
 
@@ -148,9 +151,9 @@ static int group(cpb_ctx *ctx, cpb_layer *L, bwd *B, int b)
     B->used_valid[b % 2] = 1;
     CPB_TRY(cpb_a2a_grad_wo(ctx, ST, &qm, &u->seq, B->doh, 0, L->dy, L->dwo));
     CPB_TRY(cpb_range_pop(ctx));
-    CPB_TRY(give_back(ctx, B, "dq", &qm, B->dqh, L->wq, u->H, 1, L->dwq, B->dx32));
-    CPB_TRY(give_back(ctx, B, "dk", &kvm, B->dkh, L->wk, u->G, 1, L->dwk, B->dx32));
-    return give_back(ctx, B, "dv", &kvm, B->dvh, L->wv, u->G, 0, L->dwv, B->dx32);
+    CPB_TRY(give_back(ctx, B, "dq", &qm, B->dqh, L->wq, u->H, 1, L->dwq, B->dx));
+    CPB_TRY(give_back(ctx, B, "dk", &kvm, B->dkh, L->wk, u->G, 1, L->dwk, B->dx));
+    return give_back(ctx, B, "dv", &kvm, B->dvh, L->wv, u->G, 0, L->dwv, B->dx);
 }
 
 static int backward_body(cpb_ctx *ctx, cpb_layer *L, bwd *B)
@@ -159,7 +162,7 @@ static int backward_body(cpb_ctx *ctx, cpb_layer *L, bwd *B)
     off_state *s = B->s;
     cpb_dtype dt = L->p.dtype;
     CPB_TRY(cpb_uly_zero_dw(ctx, L));
-    CPB_TRY(cpb_uly_dx_begin(ctx, L, &B->dx32));
+    CPB_TRY(cpb_uly_dx_begin(ctx, L, &B->dx));
     int64_t gq = u->S * s->og * u->d, gk = u->S * B->nkmax * u->d;
     for (int i = 0; i < 2; i++) {
         slot *sl = &B->sl[i];
@@ -173,19 +176,28 @@ static int backward_body(cpb_ctx *ctx, cpb_layer *L, bwd *B)
     CPB_TRY(cpb_alloc(ctx, &B->dqh, gq, dt, CPB_TAG_GRAD_ACT, "dq_head"));
     CPB_TRY(cpb_alloc(ctx, &B->dkh, gk, dt, CPB_TAG_GRAD_ACT, "dk_head"));
     CPB_TRY(cpb_alloc(ctx, &B->dvh, gk, dt, CPB_TAG_GRAD_ACT, "dv_head"));
+    int64_t ng = 0;
+    for (int b = 0; b < s->ng; b++) {
+        cpb_a2a_map qm, kvm;
+        group_maps(u, s->og, b, &qm, &kvm);
+        int64_t nq = cpb_a2a_gather_need(&qm, u->D, u->d), nkv = cpb_a2a_gather_need(&kvm, u->D, u->d);
+        if (nq > ng) ng = nq;
+        if (nkv > ng) ng = nkv;
+    }
+    if (ng) CPB_TRY(cpb_alloc(ctx, &B->wg, ng, dt, CPB_TAG_GATHER, "w_gather"));
     CPB_TRY(fetch(ctx, B, 0));
     for (int b = 0; b < s->ng; b++) {
         CPB_TRY(cpb_range_push(ctx, "group%d", b));
         CPB_TRY(cpb_a2a_range_end(ctx, group(ctx, L, B, b)));
     }
     CPB_TRY(cpb_stream_join(ctx, ST, s->copy));
-    cpb_buf **dev[] = {&B->doh, &B->dqh, &B->dkh, &B->dvh, &B->sl[0].q, &B->sl[0].o,
+    cpb_buf **dev[] = {&B->doh, &B->dqh, &B->dkh, &B->dvh, &B->wg, &B->sl[0].q, &B->sl[0].o,
                        &B->sl[0].k, &B->sl[0].v, &B->sl[0].lse, &B->sl[1].q, &B->sl[1].o, &B->sl[1].k,
                        &B->sl[1].v, &B->sl[1].lse};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) CPB_TRY(cpb_free(ctx, ST, dev[i]));
     cpb_buf **host[] = {&s->hx, &s->hq, &s->hk, &s->hv, &s->ho, &s->hlse};
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) CPB_TRY(cpb_free(ctx, s->copy, host[i]));
-    return cpb_uly_dx_end(ctx, L, &B->dx32);
+    return CPB_OK;
 }
 
 int offload_backward(cpb_ctx *ctx, cpb_layer *L, void *state)

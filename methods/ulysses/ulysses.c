@@ -27,9 +27,11 @@ static int uly_forward(cpb_ctx *ctx, cpb_layer *L, void **state)
     return cpb_range_pop(ctx);
 }
 
-/* exchange a head-layout gradient [S][n][d] head->seq and fold it into dW and dx */
+/* exchange a head-layout gradient [S][n][d] head->seq and fold it into dW and dx; the head
+ * tensor, dead once sent, lays the chunks side by side for the one dx GEMM (Ulysses' maps
+ * are consecutive columns of W: no gathered weights) */
 static int grad_back(cpb_ctx *ctx, const cpb_uly_shape *u, const char *what, const cpb_a2a_map *m,
-                     cpb_buf **grad_head, cpb_buf *w, int w_heads, int rope, cpb_buf *dw, cpb_buf *dx32)
+                     cpb_buf **grad_head, cpb_buf *w, int w_heads, int rope, cpb_buf *dw, cpb_buf *dx)
 {
     cpb_a2a_seq sq = u->seq;
     if (!rope) sq.rope_base = 0;
@@ -38,9 +40,9 @@ static int grad_back(cpb_ctx *ctx, const cpb_uly_shape *u, const char *what, con
     CPB_TRY(cpb_alloc(ctx, &recv, cpb_a2a_elems(m, u->s, u->d), (*grad_head)->dtype, CPB_TAG_A2A, "grad_recv"));
     CPB_TRY(cpb_range_push(ctx, "a2a"));
     CPB_TRY(cpb_a2a_range_end(ctx, cpb_a2a_exchange(ctx, ST, m, u->s, u->d, *grad_head, recv)));
-    CPB_TRY(cpb_free(ctx, ST, grad_head));
     CPB_TRY(cpb_range_push(ctx, "proj"));
-    CPB_TRY(cpb_a2a_range_end(ctx, cpb_a2a_grad_project_inplace(ctx, ST, m, &sq, recv, w, w_heads, dw, dx32)));
+    CPB_TRY(cpb_a2a_range_end(ctx, cpb_a2a_grad_project(ctx, ST, m, &sq, recv, *grad_head, NULL, w, w_heads, dw, dx)));
+    CPB_TRY(cpb_free(ctx, ST, grad_head));
     CPB_TRY(cpb_free(ctx, ST, &recv));
     return cpb_range_pop(ctx);
 }
@@ -49,9 +51,9 @@ static int uly_backward_body(cpb_ctx *ctx, cpb_layer *L, const cpb_uly_shape *u,
 {
     cpb_dtype dt = L->p.dtype;
     int64_t nq = cpb_a2a_elems(&u->qmap, u->s, u->d), nkv = cpb_a2a_elems(&u->kvmap, u->s, u->d);
-    cpb_buf *dx32 = NULL, *recv = NULL, *dsend = NULL, *do_head = NULL, *dq = NULL, *dk = NULL, *dv = NULL;
+    cpb_buf *dx = NULL, *recv = NULL, *dsend = NULL, *do_head = NULL, *dq = NULL, *dk = NULL, *dv = NULL;
     CPB_TRY(cpb_uly_zero_dw(ctx, L));
-    CPB_TRY(cpb_uly_dx_begin(ctx, L, &dx32));
+    CPB_TRY(cpb_uly_dx_begin(ctx, L, &dx));
 
     /* dWo = o_seq^T dy, with o brought back to sequence layout (only head-sharded o is saved) */
     CPB_TRY(cpb_range_push(ctx, "wo"));
@@ -89,10 +91,9 @@ static int uly_backward_body(cpb_ctx *ctx, cpb_layer *L, const cpb_uly_shape *u,
     for (int i = 0; i < ULY_NSAVED; i++) CPB_TRY(cpb_free(ctx, ST, &t[i]));
     CPB_TRY(cpb_range_pop(ctx));
 
-    CPB_TRY(grad_back(ctx, u, "dq", &u->qmap, &dq, L->wq, u->H, 1, L->dwq, dx32));
-    CPB_TRY(grad_back(ctx, u, "dk", &u->kvmap, &dk, L->wk, u->G, 1, L->dwk, dx32));
-    CPB_TRY(grad_back(ctx, u, "dv", &u->kvmap, &dv, L->wv, u->G, 0, L->dwv, dx32));
-    return cpb_uly_dx_end(ctx, L, &dx32);
+    CPB_TRY(grad_back(ctx, u, "dq", &u->qmap, &dq, L->wq, u->H, 1, L->dwq, dx));
+    CPB_TRY(grad_back(ctx, u, "dk", &u->kvmap, &dk, L->wk, u->G, 1, L->dwk, dx));
+    return grad_back(ctx, u, "dv", &u->kvmap, &dv, L->wv, u->G, 0, L->dwv, dx);
 }
 
 static int uly_backward(cpb_ctx *ctx, cpb_layer *L, void *state)

@@ -49,11 +49,11 @@ int cpb_uly_forward(cpb_ctx *ctx, cpb_layer *L, const cpb_uly_shape *u, const cp
 
 /* zero the dW partials (backward overwrites them; its GEMMs accumulate in fp32) */
 int cpb_uly_zero_dw(cpb_ctx *ctx, cpb_layer *L);
-/* dx accumulates over q, k, v and over the stages / head groups: in fp32, so the error of
- * a bf16 run does not grow with their number.  The accumulator is L->dx itself when the
- * storage is fp32, else a new fp32 buffer [s][D]; dx_end writes L->dx and frees it. */
-int cpb_uly_dx_begin(cpb_ctx *ctx, cpb_layer *L, cpb_buf **dx32);
-int cpb_uly_dx_end(cpb_ctx *ctx, cpb_layer *L, cpb_buf **dx32);
+/* dx accumulates over q, k, v (and the stages / head groups) in the layer's dx itself, in
+ * the storage dtype, one GEMM (beta = 1) per projection and stage: what the references do
+ * (UPipe's untied_ulysses/fully_fused_attn.py: dx.addmm_ per stage in bf16; Ulysses' q, k, v
+ * nn.Linear backwards summed by autograd in bf16).  dx_begin zeroes L->dx and hands it out. */
+int cpb_uly_dx_begin(cpb_ctx *ctx, cpb_layer *L, cpb_buf **dx);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,5 @@
 /* ulysses_common.c — the Ulysses family's constraint check, per-rank shape and the dx / dW
- * accumulators, shared by ulysses, upipe and offload. */
+ * accumulators, shared by ulysses, upipe, offload, usp and hupipe. */
 #include <stdio.h>
 
 #include "ulysses/ulysses.h"
@@ -51,22 +51,8 @@ int cpb_uly_zero_dw(cpb_ctx *ctx, cpb_layer *L)
     return CPB_OK;
 }
 
-int cpb_uly_dx_begin(cpb_ctx *ctx, cpb_layer *L, cpb_buf **dx32)
+int cpb_uly_dx_begin(cpb_ctx *ctx, cpb_layer *L, cpb_buf **dx)
 {
-    if (L->dx->dtype == CPB_FP32) {
-        *dx32 = L->dx;
-    } else {
-        CPB_TRY(cpb_alloc(ctx, dx32, L->s * L->p.D, CPB_FP32, CPB_TAG_GRAD_ACT, "dx_acc"));
-    }
-    return cpb_fill(ctx, CPB_STREAM_COMPUTE, cpb_whole(*dx32), 0.0f);
-}
-
-int cpb_uly_dx_end(cpb_ctx *ctx, cpb_layer *L, cpb_buf **dx32)
-{
-    if (*dx32 == L->dx) {
-        *dx32 = NULL;
-        return CPB_OK;
-    }
-    CPB_TRY(cpb_copy(ctx, CPB_STREAM_COMPUTE, cpb_whole(L->dx), cpb_whole(*dx32)));
-    return cpb_free(ctx, CPB_STREAM_COMPUTE, dx32);
+    *dx = L->dx;
+    return cpb_fill(ctx, CPB_STREAM_COMPUTE, cpb_whole(L->dx), 0.0f);
 }

@@ -9,7 +9,8 @@
  *   G <  C: rep = C/G ranks share kv head r/rep; rank r's query heads are
  *           kv*g + (r mod rep)*(H/C) + t*m + k, k = 0..m-1 (K,V exchanged once).
  * The stage's heads are strided columns of Wq (and rows of Wo): the shared a2a helpers
- * address them with batched GEMMs over runs of heads, with no gather buffer. */
+ * address them with one batched GEMM per stage and projection; the backward's one dx GEMM
+ * per stage reads them gathered side by side (upipe_gather_elems, a tracked buffer). */
 #ifndef CPB_UPIPE_H
 #define CPB_UPIPE_H
 
@@ -28,6 +29,8 @@ int upipe_plan_of(const cpb_layer *L, upipe_plan *pl);
 void upipe_stage_maps(const upipe_plan *pl, int t, cpb_a2a_map *q, cpb_a2a_map *kv);
 /* 1 when stage t works on other kv heads than stage t-1 (always for t == 0) */
 int upipe_kv_changes(const upipe_plan *pl, int t);
+/* elements of the gathered-weight buffer the stages' dx GEMMs need (0: none) */
+int64_t upipe_gather_elems(const upipe_plan *pl);
 
 int upipe_forward(cpb_ctx *ctx, cpb_layer *L, void **state);
 int upipe_backward(cpb_ctx *ctx, cpb_layer *L, void *state);

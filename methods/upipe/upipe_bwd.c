@@ -2,7 +2,12 @@
  * the stage's rows of Wo), delta = rowsum(dO * o) computed before the exchange so o never
  * travels, q recomputed (k, v at a kv change), attention backward with dk, dv accumulated
  * over the stages sharing them, dq exchanged back into dx and the stage's columns of dWq;
- * dk, dv go back when the next stage moves to new kv heads. */
+ * dk, dv go back when the next stage moves to new kv heads.
+ *
+ * As the reference (untied_ulysses/fully_fused_attn.py) does, every projection and every
+ * gradient GEMM is one GEMM per stage (batched over the stage's heads, whose columns of W
+ * are strided), and dx accumulates in the storage dtype with one addmm per stage and
+ * projection. */
 #include "upipe/upipe.h"
 
 #define ST CPB_STREAM_COMPUTE
@@ -12,13 +17,16 @@
  *   q send, dO send: dqh (the attention writes it only later);  dq receive: doh (dead
  *   after the attention).  k, v send: dkh at a kv change (flushed by then);  dk, dv
  *   receive: kh, vh at the flush (dead after the group's last attention).
- * The stage's heads are strided columns of the weights: the projections and their
- * gradients address them in place with batched GEMMs (cpb_a2a_*), no gather buffer. */
+ * The stage's heads are strided columns of the weights: the projections and the dW GEMMs
+ * address them in place as one batched GEMM (cpb_a2a_*); the one dx GEMM of a stage needs
+ * them side by side, so they are gathered into wg (D x U*d, tracked), and the gradient's
+ * head tensor, dead once sent, lays the received chunks side by side for it. */
 typedef struct bwd_bufs {
     cpb_buf *qh, *doh, *dqh;      /* [S][m][d] */
     cpb_buf *dls, *dlh;           /* delta, packed [C][s][m] and received [S][m] (fp32) */
     cpb_buf *kh, *vh, *dkh, *dvh; /* [S][nk][d] */
-    cpb_buf *dx32;                /* dx accumulator (cpb_uly_dx_begin) */
+    cpb_buf *wg;                  /* a stage's weight columns side by side (NULL: not needed) */
+    cpb_buf *dx;                  /* dx accumulator (cpb_uly_dx_begin) */
 } bwd_bufs;
 
 static int exchange(cpb_ctx *ctx, const cpb_a2a_map *m, int64_t s, int d, cpb_buf *send, cpb_buf *recv)
@@ -38,14 +46,16 @@ static int recompute(cpb_ctx *ctx, const upipe_plan *pl, const char *what, const
     return cpb_range_pop(ctx);
 }
 
+/* a stage gradient back to the sequence side, then dW and dx (`grad`, dead once sent, is
+ * the dx GEMM's scratch) */
 static int give_back(cpb_ctx *ctx, const upipe_plan *pl, const char *what, const cpb_a2a_map *m, cpb_buf *grad,
-                     cpb_buf *recv, cpb_buf *w, int w_heads, int rope, cpb_buf *dw, cpb_buf *dx32)
+                     cpb_buf *recv, cpb_buf *wg, cpb_buf *w, int w_heads, int rope, cpb_buf *dw, cpb_buf *dx)
 {
     cpb_a2a_seq sq = pl->u.seq;
     if (!rope) sq.rope_base = 0;
     CPB_TRY(cpb_range_push(ctx, "%s", what));
     CPB_TRY(exchange(ctx, m, pl->u.s, pl->u.d, grad, recv));
-    CPB_TRY(cpb_a2a_grad_project_inplace(ctx, ST, m, &sq, recv, w, w_heads, dw, dx32));
+    CPB_TRY(cpb_a2a_grad_project(ctx, ST, m, &sq, recv, grad, wg, w, w_heads, dw, dx));
     return cpb_range_pop(ctx);
 }
 
@@ -90,10 +100,10 @@ static int stage(cpb_ctx *ctx, cpb_layer *L, const upipe_plan *pl, int t, bwd_bu
     CPB_TRY(cpb_attn_bwd(ctx, ST, &a));
     CPB_TRY(cpb_range_pop(ctx));
 
-    CPB_TRY(give_back(ctx, pl, "dq", &qm, b->dqh, b->doh, L->wq, u->H, 1, L->dwq, b->dx32));
+    CPB_TRY(give_back(ctx, pl, "dq", &qm, b->dqh, b->doh, b->wg, L->wq, u->H, 1, L->dwq, b->dx));
     if (last_of_kv) {
-        CPB_TRY(give_back(ctx, pl, "dk", &kvm, b->dkh, b->kh, L->wk, u->G, 1, L->dwk, b->dx32));
-        CPB_TRY(give_back(ctx, pl, "dv", &kvm, b->dvh, b->vh, L->wv, u->G, 0, L->dwv, b->dx32));
+        CPB_TRY(give_back(ctx, pl, "dk", &kvm, b->dkh, b->kh, b->wg, L->wk, u->G, 1, L->dwk, b->dx));
+        CPB_TRY(give_back(ctx, pl, "dv", &kvm, b->dvh, b->vh, b->wg, L->wv, u->G, 0, L->dwv, b->dx));
     }
     return CPB_OK;
 }
@@ -108,7 +118,7 @@ int upipe_backward(cpb_ctx *ctx, cpb_layer *L, void *state)
     CPB_TRY(cpb_range_push(ctx, "upipe/bwd"));
     CPB_TRY(cpb_uly_zero_dw(ctx, L));
     bwd_bufs b = {0};
-    CPB_TRY(cpb_uly_dx_begin(ctx, L, &b.dx32));
+    CPB_TRY(cpb_uly_dx_begin(ctx, L, &b.dx));
     int64_t nq = u->S * pl.m * u->d, nkv = u->S * pl.nk * u->d;
     CPB_TRY(cpb_alloc(ctx, &b.qh, nq, dt, CPB_TAG_A2A, "q_head"));
     CPB_TRY(cpb_alloc(ctx, &b.doh, nq, dt, CPB_TAG_GRAD_ACT, "do_head"));
@@ -119,13 +129,14 @@ int upipe_backward(cpb_ctx *ctx, cpb_layer *L, void *state)
     CPB_TRY(cpb_alloc(ctx, &b.vh, nkv, dt, CPB_TAG_A2A, "v_head"));
     CPB_TRY(cpb_alloc(ctx, &b.dkh, nkv, dt, CPB_TAG_GRAD_ACT, "dk_head"));
     CPB_TRY(cpb_alloc(ctx, &b.dvh, nkv, dt, CPB_TAG_GRAD_ACT, "dv_head"));
+    int64_t ng = upipe_gather_elems(&pl);
+    if (ng) CPB_TRY(cpb_alloc(ctx, &b.wg, ng, dt, CPB_TAG_GATHER, "w_gather"));
     for (int t = 0; t < pl.nstage; t++) {
         CPB_TRY(cpb_range_push(ctx, "stage%d", t));
         CPB_TRY(cpb_a2a_range_end(ctx, stage(ctx, L, &pl, t, &b, s)));
     }
     cpb_buf **all[] = {&b.qh, &b.doh, &b.dqh, &b.dls, &b.dlh, &b.kh, &b.vh, &b.dkh, &b.dvh,
-                       &s->oseq, &s->lse};
+                       &b.wg, &s->oseq, &s->lse};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) CPB_TRY(cpb_free(ctx, ST, all[i]));
-    CPB_TRY(cpb_uly_dx_end(ctx, L, &b.dx32));
     return cpb_range_pop(ctx);
 }

@@ -66,3 +66,16 @@ int upipe_kv_changes(const upipe_plan *pl, int t)
     return (t * pl->m) / pl->g != ((t - 1) * pl->m) / pl->g;
 }
 
+
+int64_t upipe_gather_elems(const upipe_plan *pl)
+{
+    int64_t need = 0;
+    for (int t = 0; t < pl->nstage; t++) {
+        cpb_a2a_map q, kv;
+        upipe_stage_maps(pl, t, &q, &kv);
+        int64_t nq = cpb_a2a_gather_need(&q, pl->u.D, pl->u.d), nkv = cpb_a2a_gather_need(&kv, pl->u.D, pl->u.d);
+        if (nq > need) need = nq;
+        if (nkv > need) need = nkv;
+    }
+    return need;
+}

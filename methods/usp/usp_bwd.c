@@ -1,8 +1,9 @@
 /* usp_bwd.c — USP backward, the forward's mirror: dWo from o brought back to sequence
  * layout, dO = dy Wo^T exchanged seq->head and permuted to ring order, the zigzag ring
  * backward (fp32 dq here, fp32 dK,dV back from their trip around the ring), then each of
- * dq, dk, dv permuted to a2a order, exchanged head->seq and folded into dW and dx. */
-#include "ulysses/ulysses.h" /* the fp32 dx accumulator and dW zeroing of the family */
+ * dq, dk, dv permuted to a2a order, exchanged head->seq and folded into dW and dx (one GEMM
+ * each, dx in the storage dtype). */
+#include "ulysses/ulysses.h" /* the dx accumulation and dW zeroing of the family */
 #include "usp/usp.h"
 
 #define ST CPB_STREAM_COMPUTE
@@ -43,7 +44,7 @@ static int out_grad(cpb_ctx *ctx, cpb_layer *L, const usp_shape *sh, cpb_buf **d
  * sent, lays the chunks side by side for the dx GEMM (cpb_a2a_grad_project). */
 static int grad_back(cpb_ctx *ctx, const usp_shape *sh, const char *what, const cpb_a2a_map *m, int n,
                      cpb_buf *grad32, int64_t g_off, cpb_buf *send, cpb_buf *recv, cpb_buf *wg, cpb_buf *w,
-                     int w_heads, int rope, cpb_buf *dw, cpb_buf *dx32)
+                     int w_heads, int rope, cpb_buf *dw, cpb_buf *dx)
 {
     cpb_a2a_seq sq = sh->seq;
     if (!rope) sq.rope_base = 0;
@@ -51,16 +52,16 @@ static int grad_back(cpb_ctx *ctx, const usp_shape *sh, const char *what, const 
     CPB_TRY(cpb_grid_to_a2a(ctx, ST, &sh->g, (int64_t)n * sh->d, grad32, g_off, send, 0));
     CPB_TRY(cpb_grid_a2a(ctx, ST, &sh->g, send, 0, recv, 0, cpb_a2a_elems(m, sh->s, sh->d)));
     CPB_TRY(cpb_range_push(ctx, "proj"));
-    CPB_TRY(range_end(ctx, cpb_a2a_grad_project(ctx, ST, m, &sq, recv, send, wg, w, w_heads, dw, dx32)));
+    CPB_TRY(range_end(ctx, cpb_a2a_grad_project(ctx, ST, m, &sq, recv, send, wg, w, w_heads, dw, dx)));
     return cpb_range_pop(ctx);
 }
 
 static int backward_body(cpb_ctx *ctx, cpb_layer *L, const usp_shape *sh, usp_state *st)
 {
     cpb_dtype dt = L->p.dtype;
-    cpb_buf *dx32 = NULL, *d_o = NULL, *dq = NULL, *dkv = NULL, *recv = NULL, *wg = NULL;
+    cpb_buf *dx = NULL, *d_o = NULL, *dq = NULL, *dkv = NULL, *recv = NULL, *wg = NULL;
     CPB_TRY(cpb_uly_zero_dw(ctx, L));
-    CPB_TRY(cpb_uly_dx_begin(ctx, L, &dx32));
+    CPB_TRY(cpb_uly_dx_begin(ctx, L, &dx));
     CPB_TRY(cpb_range_push(ctx, "wo"));
     CPB_TRY(range_end(ctx, grad_wo(ctx, L, sh, st)));
     CPB_TRY(cpb_range_push(ctx, "do"));
@@ -84,19 +85,19 @@ static int backward_body(cpb_ctx *ctx, cpb_layer *L, const usp_shape *sh, usp_st
 
     /* dq, dk, dv back to the sequence side; q's and K,V's buffers carry the sends */
     CPB_TRY(cpb_alloc(ctx, &recv, sh->Nq, dt, CPB_TAG_A2A, "grad_recv"));
-    CPB_TRY(grad_back(ctx, sh, "dq", &sh->qmap, sh->hq, dq, 0, st->q, recv, NULL, L->wq, sh->H, 1, L->dwq, dx32));
+    CPB_TRY(grad_back(ctx, sh, "dq", &sh->qmap, sh->hq, dq, 0, st->q, recv, NULL, L->wq, sh->H, 1, L->dwq, dx));
     CPB_TRY(cpb_free(ctx, ST, &dq));
     CPB_TRY(cpb_free(ctx, ST, &st->q));
     if (cpb_a2a_needs_gather(&sh->kvmap)) /* replicated kv heads (G < u) */
         CPB_TRY(cpb_alloc(ctx, &wg, cpb_a2a_gather_elems(&sh->kvmap, sh->D, sh->d), dt, CPB_TAG_GATHER, "w_gather"));
-    CPB_TRY(grad_back(ctx, sh, "dk", &sh->kvmap, sh->hk, dkv, 0, st->kv, recv, wg, L->wk, sh->G, 1, L->dwk, dx32));
+    CPB_TRY(grad_back(ctx, sh, "dk", &sh->kvmap, sh->hk, dkv, 0, st->kv, recv, wg, L->wk, sh->G, 1, L->dwk, dx));
     CPB_TRY(grad_back(ctx, sh, "dv", &sh->kvmap, sh->hk, dkv, sh->Nk, st->kv, recv, wg, L->wv, sh->G, 0, L->dwv,
-                      dx32));
+                      dx));
     CPB_TRY(cpb_free(ctx, ST, &wg));
     CPB_TRY(cpb_free(ctx, ST, &recv));
     CPB_TRY(cpb_free(ctx, ST, &dkv));
     CPB_TRY(cpb_free(ctx, ST, &st->kv));
-    return cpb_uly_dx_end(ctx, L, &dx32);
+    return CPB_OK;
 }
 
 int usp_backward(cpb_ctx *ctx, cpb_layer *L, void *state)

@@ -58,7 +58,9 @@ int main(int argc, char **argv)
     const int C = cpb_world_size(ctx), rank = cpb_rank(ctx);
     int failures = 0, compared = 0;
     for (size_t si = 0; si < nshapes; si++) {
-        for (int mi = 0; mi < cpb_method_count(); mi++) {
+        for (int mi = 0; mi < cpb_method_count(); mi++)
+        /* fpdt has two schedules (--fpdt-impl): both are compared */
+        for (int impl = 0; impl < (strcmp(cpb_method_at(mi)->name, "fpdt") == 0 ? 2 : 1); impl++) {
             const cpb_method *m = cpb_method_at(mi);
             cpb_problem p;
             memset(&p, 0, sizeof p);
@@ -69,6 +71,7 @@ int main(int argc, char **argv)
             p.S = shapes[si].S_per_rank * C;
             p.dtype = CPB_FP32;
             p.seq_chunk = p.S / 4; /* fpdt: four chunks */
+            p.fpdt_impl = impl ? CPB_FPDT_PIPELINED : CPB_FPDT_DEEPSPEED;
             char why[512];
             if (m->check && m->check(&p, why, sizeof why) != CPB_OK) continue;
             /* cpu: the real trial, largest values over the ranks */
@@ -103,8 +106,9 @@ int main(int argc, char **argv)
             for (int k = 0; k < N_STATS; k++)
                 if (sim[k] != cpu_max[k]) ok = 0;
             compared++;
-            printf("%s %-8s H %d G %d C %d S %lld: peak cpu %lld sim %lld, intermediate %lld/%lld, host %lld/%lld\n",
-                   ok ? "ok  " : "FAIL", m->name, p.H, p.G, C, (long long)p.S, (long long)cpu_max[0], (long long)sim[0],
+            printf("%s %-8s%s H %d G %d C %d S %lld: peak cpu %lld sim %lld, intermediate %lld/%lld, host %lld/%lld\n",
+                   ok ? "ok  " : "FAIL", m->name,
+                   strcmp(m->name, "fpdt") ? "" : (p.fpdt_impl == CPB_FPDT_PIPELINED ? " pipelined" : " deepspeed"), p.H, p.G, C, (long long)p.S, (long long)cpu_max[0], (long long)sim[0],
                    (long long)cpu_max[1], (long long)sim[1], (long long)cpu_max[4], (long long)sim[4]);
             if (!ok) {
                 failures++;

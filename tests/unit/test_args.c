@@ -109,6 +109,25 @@ Test(args, every_kind_of_option)
     cr_assert_str_eq(a.cases[1], "b.txt");
 }
 
+Test(args, framework_fpdt_impl_and_host_ram)
+{
+    cpb_args a;
+    char err[1024];
+    cr_assert_eq(PARSE(&a, err, "--framework", "deepspeed", "--fpdt-impl", "pipelined", "--host-ram", "2T"), CPB_OK,
+                 "%s", err);
+    cr_expect_str_eq(a.framework, "deepspeed");
+    cr_expect_str_eq(a.fpdt_impl, "pipelined");
+    cr_expect_eq(a.host_ram, 2LL << 40);
+    cpb_problem p;
+    snprintf(a.model, sizeof a.model, "tiny");
+    a.seq = 64;
+    cr_assert_eq(cpb_args_problem(&a, 2, &p, err, sizeof err), CPB_OK, "%s", err);
+    cr_expect_eq(p.fpdt_impl, CPB_FPDT_PIPELINED);
+    a.fpdt_impl[0] = 0;
+    cr_assert_eq(cpb_args_problem(&a, 2, &p, err, sizeof err), CPB_OK, "%s", err);
+    cr_expect_eq(p.fpdt_impl, CPB_FPDT_DEEPSPEED, "deepspeed is fpdt's default");
+}
+
 Test(args, equals_form_and_cases_stop_at_next_option)
 {
     cpb_args a;
@@ -150,7 +169,10 @@ Test(args, errors_name_the_option)
     expect_error(PARSE(&a, err, "--cases"), err, "--cases", "missing value");
     expect_error(PARSE(&a, err, "--isolate=1"), err, "--isolate", "no value");
     expect_error(PARSE(&a, err, "stray"), err, "stray", "unexpected argument");
-    expect_error(PARSE(&a, err, "--host-mem-cap", "1T"), err, "--host-mem-cap", "2G");
+    expect_error(PARSE(&a, err, "--host-mem-cap", "1P"), err, "--host-mem-cap", "2G");
+    expect_error(PARSE(&a, err, "--framework", "megatron"), err, "--framework", "torchtitan|deepspeed");
+    expect_error(PARSE(&a, err, "--fpdt-impl", "fast"), err, "--fpdt-impl", "deepspeed|pipelined");
+    expect_error(PARSE(&a, err, "--host-ram", "0"), err, "--host-ram", NULL);
 }
 
 Test(args, methods_all_and_lists)

@@ -1,8 +1,17 @@
-/* test_memory_fpdt.c — FPDT's memory behaviour on the simulator (issue 3): its device
+/* test_memory_fpdt.c — FPDT's memory behaviour on the simulator, for both schedules.
+ *
+ * Pipelined (--fpdt-impl pipelined, methods/fpdt/fpdt_fwd.c, fpdt_bwd*.c): its device
  * working set is a fixed set of chunk-sized buffers, so the intermediate bytes do not move
  * when S doubles at a fixed chunk, while the pinned host memory holding the finished
- * chunks grows with S.  The expected bytes are written out from the schedule
- * (methods/fpdt/fpdt_fwd.c, fpdt_bwd*.c) as formulas of S, C, D, H, G, d and the chunk. */
+ * chunks grows with S.
+ *
+ * DeepSpeed's (the default, methods/fpdt/fpdt_ds*.c): besides its chunk-sized buffers it
+ * keeps sequence-length tensors on the device (the outputs of every chunk and their
+ * concatenation, the full grad_output, the per-chunk input gradients), so its device bytes
+ * grow with S; its host memory is one pinned buffer per chunk of each saved tensor.
+ *
+ * The expected bytes are written out from the schedules as formulas of S, C, D, H, G, d
+ * and the chunk. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +24,7 @@ static cpb_problem problem(int64_t S, int64_t chunk, int C, int H, int G, int d,
 {
     cpb_problem p = cpb_test_problem(S, C, D, H, G, d, dt);
     p.seq_chunk = chunk;
+    p.fpdt_impl = CPB_FPDT_PIPELINED; /* the formulas below are the pipelined schedule's */
     return p;
 }
 
@@ -43,6 +53,8 @@ static int64_t min64(int64_t a, int64_t b)
     return a < b ? a : b;
 }
 
+/* ---------------------------------------------------------------- pipelined */
+
 /* forward: send q,k,v + head q,k,v + fetched K,V slots + o block, o seq (storage);
  * fp32 o accumulator, lse accumulator and lse block */
 static int64_t fwd_intermediate(const cpb_problem *p)
@@ -67,7 +79,8 @@ static int64_t attn_bwd_workspace(const cpb_problem *p)
 }
 
 /* backward, KV loop: K,V slots, fp32 dK,dV; per q slot q, dO (storage), lse, delta, dq
- * (fp32); finishing a chunk: dq,dk,dv send + receive + sequence layout (storage), fp32 dx;
+ * (fp32); finishing a chunk: dq,dk,dv send + receive + sequence layout (storage), the fp32
+ * accumulator of the chunk's dx;
  * the attention backward's workspace */
 static int64_t bwd_intermediate(const cpb_problem *p)
 {
@@ -198,4 +211,85 @@ Test(memory_fpdt, below_ulysses_at_long_sequences)
     cr_expect_lt(f.mem.dev.intermediate_peak, u.mem.dev.intermediate_peak / 2,
                  "fpdt %lld intermediate bytes, ulysses %lld", (long long)f.mem.dev.intermediate_peak,
                  (long long)u.mem.dev.intermediate_peak);
+}
+
+/* ---------------------------------------------------------------- DeepSpeed's schedule */
+
+static cpb_problem ds_problem(int64_t S, int64_t chunk, int C, int H, int G, int d, int64_t D, cpb_dtype dt)
+{
+    cpb_problem p = problem(S, chunk, C, H, G, d, D, dt);
+    p.fpdt_impl = CPB_FPDT_DEEPSPEED;
+    return p;
+}
+
+/* Pinned host, never freed before the end of the backward: per chunk the layer input
+ * [c][D], q, K, V, o (storage), lse (fp32) from the forward; dO (storage) and the fp32 dq
+ * accumulator from the backward. */
+static int64_t ds_host(const cpb_problem *p)
+{
+    geo g = geometry(p);
+    return g.u * (g.E * (g.c * p->D + 2 * g.nq + 2 * g.nkv) + 4 * g.nlse) + g.u * (g.E + 4) * g.nq;
+}
+
+/* Device intermediate peak, for u >= 3 chunks (elements; nq = c*H*d is also one chunk's
+ * output in sequence layout, so u*nq = s*H*d).
+ * - end of the forward: the u chunk outputs and their torch.cat (2 E u nq), the first
+ *   block's q, K, V, o, lse loaded for the backward, the barrier's 4 bytes;
+ * - start of the backward: the cat and the full grad_output (2 E u nq) and the same loads;
+ * - block (0, 1) once the next block's inputs are in: grad_output (E u nq) and the
+ *   per-chunk input gradients (E s D), the layer input's chunk (E c D), K_0, V_0, the
+ *   current and next q, o, dO, the dO send and dq, dk, dv of the block (E (8 nq + 4 nkv)),
+ *   three fp32 dq (chunks 0, 1, 2), fp32 dK, dV, two fp32 lse (12 nq + 8 nkv + 8 nlse). */
+static int64_t ds_intermediate(const cpb_problem *p)
+{
+    geo g = geometry(p);
+    int64_t s = p->S / p->C;
+    int64_t loads = g.E * (2 * g.nq + 2 * g.nkv) + 4 * g.nlse;
+    int64_t fwd_end = 2 * g.E * g.u * g.nq + loads + 4;
+    int64_t bwd_start = 2 * g.E * g.u * g.nq + loads + 4;
+    int64_t block01 = g.E * g.u * g.nq + g.E * s * p->D + g.E * g.c * p->D + g.E * (8 * g.nq + 4 * g.nkv) +
+                      12 * g.nq + 8 * g.nkv + 8 * g.nlse + 4;
+    int64_t m = fwd_end > bwd_start ? fwd_end : bwd_start;
+    return m > block01 ? m : block01;
+}
+
+Test(memory_fpdt, deepspeed_bytes_match_the_formulas)
+{
+    /* u = 3, 4, 6, 8; G < C, G = C, G > C; H*d != D; fp32 and bf16 */
+    cpb_problem cases[] = {
+        ds_problem(4096, 1024, 4, 8, 2, 32, 256, CPB_BF16),
+        ds_problem(3072, 1024, 4, 16, 8, 16, 192, CPB_FP32),
+        ds_problem(2304, 768, 3, 6, 3, 16, 80, CPB_BF16),
+        ds_problem(8 * 120, 120, 8, 8, 1, 8, 40, CPB_BF16),
+        ds_problem(6 * 320, 320, 5, 5, 5, 8, 48, CPB_FP32),
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const cpb_problem *p = &cases[i];
+        cpb_sim_result r = sim(p, "fpdt");
+        cr_expect(device_bytes_ok(r.mem.dev.intermediate_peak, ds_intermediate(p)),
+                  "deepspeed S=%lld C=%d G=%d %s: intermediate %lld bytes, formula %lld", (long long)p->S, p->C, p->G,
+                  cpb_dtype_name(p->dtype), (long long)r.mem.dev.intermediate_peak, (long long)ds_intermediate(p));
+        cr_expect_eq(r.mem.host.peak, ds_host(p), "deepspeed S=%lld C=%d G=%d: host peak %lld bytes, formula %lld",
+                     (long long)p->S, p->C, p->G, (long long)r.mem.host.peak, (long long)ds_host(p));
+    }
+}
+
+/* DeepSpeed's sequence-length device tensors: at a fixed chunk, doubling S adds about
+ * E*(s*H*d + s*D) bytes per doubling of s (grad_output and the input gradients) where the
+ * pipelined schedule's device bytes stay flat */
+Test(memory_fpdt, deepspeed_device_grows_with_S_pipelined_does_not)
+{
+    const int64_t chunk = 2048;
+    cpb_problem a = ds_problem(8 * chunk, chunk, 8, 32, 8, 128, 4096, CPB_BF16);
+    cpb_problem b = ds_problem(16 * chunk, chunk, 8, 32, 8, 128, 4096, CPB_BF16);
+    cpb_sim_result ra = sim(&a, "fpdt"), rb = sim(&b, "fpdt");
+    cr_expect(device_bytes_ok(ra.mem.dev.intermediate_peak, ds_intermediate(&a)));
+    cr_expect(device_bytes_ok(rb.mem.dev.intermediate_peak, ds_intermediate(&b)));
+    int64_t grown = rb.mem.dev.intermediate_peak - ra.mem.dev.intermediate_peak;
+    int64_t ds = a.S / a.C; /* s grows by this many tokens */
+    cr_expect_eq(grown, 2 * ds * (a.H * a.d + a.D), "deepspeed grows %lld bytes", (long long)grown);
+    a.fpdt_impl = b.fpdt_impl = CPB_FPDT_PIPELINED;
+    cpb_sim_result pa = sim(&a, "fpdt"), pb = sim(&b, "fpdt");
+    cr_expect_eq(pa.mem.dev.intermediate_peak, pb.mem.dev.intermediate_peak);
+    cr_expect_gt(ra.mem.dev.intermediate_peak, pa.mem.dev.intermediate_peak);
 }

@@ -10,9 +10,12 @@
  * chunks); hq = H/u query heads and hk kv heads (G/u, or 1 replicated when G < u) per rank
  * in usp; m = U/u query heads and nk kv heads per rank per stage in hupipe.  Head tensors
  * over c2 tokens: Nq = c2*hq*d (= s*H*d, s = S/C), Nk = c2*hk*d, Nm = c2*m*d, Nkm = c2*nk*d.
- * K,V travel packed [K | V] (2 Nk elements).  dx accumulates in fp32 (dx32 = 4*s*D with
- * bf16 storage, 0 with fp32).  The compute stream's GEMM workspace (Gw) is live at the
- * peak.  Intermediate bytes are the non-fixed tags. */
+ * K,V travel packed [K | V] (2 Nk elements).  dx accumulates in the layer's dx itself (the
+ * storage dtype, one GEMM per projection and stage): no accumulator buffer.  hupipe's
+ * one dx GEMM per stage reads the stage's strided columns of W gathered side by side
+ * (Wg = E*D*U*d bytes, tracked) unless they are consecutive columns already.  The compute
+ * stream's GEMM workspace (Gw) is live at the peak.  Intermediate bytes are the non-fixed
+ * tags. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
@@ -34,7 +37,7 @@ static cpb_problem problem(int64_t S, int C, int u, int64_t D, int H, int G, int
 
 typedef struct geo {
     int64_t E, u, R, s, c2, hq, hk, m, nk, g, U, nstage;
-    int64_t Nq, Nk, Nm, Nkm, dx32, Gw;
+    int64_t Nq, Nk, Nm, Nkm, Wg, Gw;
 } geo;
 
 static geo geometry(const cpb_problem *p)
@@ -56,7 +59,10 @@ static geo geometry(const cpb_problem *p)
     g.Nk = g.c2 * g.hk * p->d;
     g.Nm = g.c2 * g.m * p->d;
     g.Nkm = g.c2 * g.nk * p->d;
-    g.dx32 = p->dtype == CPB_BF16 ? 4 * g.s * p->D : 0;
+    /* a stage's query heads on rank r: one every g heads (G >= u) or every hq (G < u),
+     * consecutive only when the stage takes all of them (m = g, resp. m = hq) */
+    int consecutive = g.u == 1 || (p->G >= g.u ? g.m == g.g : g.m == g.hq);
+    g.Wg = consecutive ? 0 : g.E * p->D * g.U * p->d;
     g.Gw = cpb_gemm_workspace_bytes();
     return g;
 }
@@ -72,13 +78,13 @@ static int64_t usp_saved(const cpb_problem *p)
 
 /* Backward peak, in the ring backward's diagonal step: saved + dO + fp32 dq and dK,dV +
  * the ring's delta [hq][c2] + the attention's fp32 dq workspace over all c2 rows (4 Nq) +
- * dx32 + Gw; with R > 1 the ring also holds one more K,V buffer (the saved one rotates
+ * Gw; with R > 1 the ring also holds one more K,V buffer (the saved one rotates
  * too), the travelling fp32 dK,dV and one step's dK,dV in the storage dtype. */
 static int64_t usp_bwd(const cpb_problem *p)
 {
     geo g = geometry(p);
     int64_t ring = g.R > 1 ? g.E * 2 * g.Nk + 4 * 2 * g.Nk + g.E * 2 * g.Nk : 0;
-    return usp_saved(p) + g.E * g.Nq + 4 * g.Nq + 4 * 2 * g.Nk + 4 * g.c2 * g.hq + 4 * g.Nq + ring + g.dx32 + g.Gw;
+    return usp_saved(p) + g.E * g.Nq + 4 * g.Nq + 4 * 2 * g.Nk + 4 * g.c2 * g.hq + 4 * g.Nq + ring + g.Gw;
 }
 
 /* ---------------------------------------------------------------- hupipe */
@@ -100,9 +106,8 @@ static int kv_shared(const cpb_problem *p)
 
 /* Backward peak, in a stage's ring backward diagonal: saved + the stage buffers (q, the
  * exchange spare, dO [c2][m][d]; fp32 dq; fp32 delta sent and received [c2][m]; K,V of the
- * stage; fp32 dK,dV sum, and a second one when stages share kv heads; the stage's
- * strided weight columns are addressed in place, not gathered) + the attention's fp32
- * dq workspace (4 Nm: delta is given) + dx32 + Gw; with R > 1 the
+ * stage; fp32 dK,dV sum, and a second one when stages share kv heads; the gathered weight
+ * columns Wg) + the attention's fp32 dq workspace (4 Nm: delta is given) + Gw; with R > 1 the
  * ring's K,V buffers (one more, two when R >= 3 and the stage's K,V are kept for the next
  * stage), its travelling fp32 dK,dV and one step's dK,dV in the storage dtype. */
 static int64_t hupipe_bwd(const cpb_problem *p)
@@ -112,7 +117,7 @@ static int64_t hupipe_bwd(const cpb_problem *p)
     int64_t kvx = g.R >= 3 && keep ? 2 : 1;
     int64_t ring = g.R > 1 ? g.E * 2 * g.Nkm * kvx + 4 * 2 * g.Nkm + g.E * 2 * g.Nkm : 0;
     return hupipe_saved(p) + g.E * (3 * g.Nm + 2 * g.Nkm) + 4 * g.Nm + 4 * 2 * g.c2 * g.m +
-           4 * 2 * g.Nkm * (1 + keep) + 4 * g.Nm + ring + g.dx32 + g.Gw;
+           4 * 2 * g.Nkm * (1 + keep) + 4 * g.Nm + ring + g.Wg + g.Gw;
 }
 
 /* ---------------------------------------------------------------- running */
@@ -170,9 +175,10 @@ Test(memory_hybrid, bytes_match_the_formulas)
  * and hupipe holds that working set for m = U/u heads only: the share it saves is
  * (1 - m/hq) = (1 - U/H) of Wq(hq).  Against that, hupipe keeps what it saves for
  * backward at full size: o in sequence layout (E * s*H*d = E * Nq) and the lse of every
- * head (4 * c2*hq); and, when its stages share kv heads, a second fp32 dK,dV sum
- * (8 * Nkm).  The K,V side is otherwise the same in both here (nk = hk = 1).  So
- *     usp - hupipe >= (1 - U/H) * Wq(hq) - E*Nq - 4*c2*hq - 8*Nkm
+ * head (4 * c2*hq); when its stages share kv heads, a second fp32 dK,dV sum (8 * Nkm);
+ * and the stage's weight columns gathered for its dx GEMM (Wg).  The K,V side is otherwise
+ * the same in both here (nk = hk = 1).  So
+ *     usp - hupipe >= (1 - U/H) * Wq(hq) - E*Nq - 4*c2*hq - 8*Nkm - Wg
  * and the gap is a large part of usp's intermediate bytes. */
 Test(memory_hybrid, hupipe_below_usp_by_its_stage_share_qwen3_32b_8x2)
 {
@@ -196,7 +202,7 @@ Test(memory_hybrid, hupipe_below_usp_by_its_stage_share_qwen3_32b_8x2)
     int64_t Wq = (3 * g.E + 8) * g.Nq + 8 * g.c2 * g.hq;
     double share = 1.0 - (double)g.U / p.H;
     double predicted =
-        share * (double)Wq - (double)(g.E * g.Nq + 4 * g.c2 * g.hq + 8 * g.Nkm);
+        share * (double)Wq - (double)(g.E * g.Nq + 4 * g.c2 * g.hq + 8 * g.Nkm + g.Wg);
     cr_expect_gt(predicted, 0.0);
     cr_expect_geq((double)(us - hu), predicted, "usp %lld - hupipe %lld = %lld bytes, predicted at least %.0f",
                   (long long)us, (long long)hu, (long long)(us - hu), predicted);

@@ -10,11 +10,13 @@
  * after the exchange (G/C, or 1 replicated kv head when G < C), s = S/C.  A head tensor
  * of n heads over all S tokens has S*n*d elements; Nq = S*hc*d (= s*H*d), Nk = S*hk*d.
  * Intermediate bytes are the non-fixed tags (everything but inputs, weights, outputs and
- * gradients).  dx accumulates in fp32: with bf16 storage that is an fp32 [s][D] buffer
- * (dx32 = 4*s*D bytes), with fp32 storage the layer's dx itself.  Strided heads are
- * addressed in place by batched GEMMs: no gather buffers.  Every method also holds the
- * compute stream's GEMM workspace (Wg = cpb_gemm_workspace_bytes(), allocated at the
- * first GEMM and kept), an intermediate of every phase. */
+ * gradients).  dx accumulates in the layer's dx itself, in the storage dtype, one GEMM per
+ * projection (and stage or group), as the references do: no accumulator buffer.  Strided
+ * heads are addressed in place by batched GEMMs, except for the one dx GEMM of a stage or
+ * group, which reads its strided weight columns gathered side by side (a tracked buffer,
+ * Gw bytes below).  Every method also holds the compute stream's GEMM workspace
+ * (Wg = cpb_gemm_workspace_bytes(), allocated at the first GEMM and kept), an
+ * intermediate of every phase. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
@@ -30,7 +32,7 @@ static cpb_problem problem(int64_t S, int C, int64_t D, int H, int G, int d, cpb
 }
 
 typedef struct geo {
-    int64_t E, s, hc, hk, Nq, Nk, dx32, Wg;
+    int64_t E, s, hc, hk, Nq, Nk, Wg;
 } geo;
 
 static geo geometry(const cpb_problem *p)
@@ -42,7 +44,6 @@ static geo geometry(const cpb_problem *p)
     g.hk = p->G >= p->C ? p->G / p->C : 1;
     g.Nq = p->S * g.hc * p->d;
     g.Nk = p->S * g.hk * p->d;
-    g.dx32 = p->dtype == CPB_BF16 ? 4 * g.s * p->D : 0;
     g.Wg = cpb_gemm_workspace_bytes();
     return g;
 }
@@ -64,27 +65,32 @@ static int64_t uly_fwd(const cpb_problem *p)
 }
 
 /* backward peak, in the attention backward: saved + dO, dq, dk, dv (head layout) + the
- * op's fp32 workspace (dq accumulator and delta rows) + the dx accumulator */
+ * op's fp32 workspace (dq accumulator and delta rows) */
 static int64_t uly_bwd(const cpb_problem *p)
 {
     geo g = geometry(p);
-    return uly_saved(p) + g.E * (2 * g.Nq + 2 * g.Nk) + 4 * (g.Nq + g.hc * p->S) + g.dx32 + g.Wg;
+    return uly_saved(p) + g.E * (2 * g.Nq + 2 * g.Nk) + 4 * (g.Nq + g.hc * p->S) + g.Wg;
 }
 
 /* ---------------------------------------------------------------- upipe */
 
 typedef struct ugeo {
-    int64_t m, nk, Nm, Nkm;
+    int64_t m, nk, Nm, Nkm, Gw;
 } ugeo;
 
 static ugeo ugeometry(const cpb_problem *p)
 {
     ugeo u;
-    int U = p->head_chunk ? p->head_chunk : p->C, g = p->H / p->G;
+    int U = p->head_chunk ? p->head_chunk : p->C, g = p->H / p->G, hc = p->H / p->C;
     u.m = U / p->C;
     u.nk = (p->G >= p->C && u.m > g) ? u.m / g : 1; /* kv heads per rank per stage */
     u.Nm = p->S * u.m * p->d;
     u.Nkm = p->S * u.nk * p->d;
+    /* a stage's query heads on rank r are one every g heads (G >= C) or every hc heads
+     * (G < C), consecutive columns of Wq only when the stage takes all of them (m = g,
+     * resp. m = hc); otherwise the dx GEMM reads them gathered: D x U*d */
+    int consecutive = p->C == 1 || (p->G >= p->C ? u.m == g : u.m == hc);
+    u.Gw = consecutive ? 0 : geometry(p).E * p->D * U * p->d;
     return u;
 }
 
@@ -105,13 +111,13 @@ static int64_t upipe_fwd(const cpb_problem *p)
 }
 
 /* backward: q, dO, dq heads; k, v, dk, dv heads; fp32 delta sent and received [S][m];
- * the attention backward's fp32 dq workspace (delta is given: no delta rows); the dx
- * accumulator */
+ * the attention backward's fp32 dq workspace (delta is given: no delta rows); the
+ * gathered weight columns */
 static int64_t upipe_bwd(const cpb_problem *p)
 {
     geo g = geometry(p);
     ugeo u = ugeometry(p);
-    return upipe_saved(p) + g.E * (3 * u.Nm + 4 * u.Nkm) + 4 * 2 * p->S * u.m + 4 * u.Nm + g.dx32 + g.Wg;
+    return upipe_saved(p) + g.E * (3 * u.Nm + 4 * u.Nkm) + 4 * 2 * p->S * u.m + 4 * u.Nm + u.Gw + g.Wg;
 }
 
 /* ---------------------------------------------------------------- offload */
@@ -137,14 +143,16 @@ static int64_t offload_nk(const cpb_problem *p)
 
 /* backward: two slots of q, o [S][og][d], k, v [S][nk][d], lse [og][S] (fp32); dO, dq,
  * dk, dv of one group; the attention backward's workspace (fp32 dq and delta rows); the
- * dx accumulator */
+ * group's weight columns gathered for its dx GEMM (rank j's query heads j*hc + b*og + i
+ * are consecutive columns only when one group holds all hc of them) */
 static int64_t offload_bwd(const cpb_problem *p)
 {
     geo g = geometry(p);
     int64_t og = offload_group(p), nk = offload_nk(p);
     int64_t Ng = p->S * og * p->d, Nkg = p->S * nk * p->d;
     int64_t slot = g.E * (2 * Ng + 2 * Nkg) + 4 * og * p->S;
-    return 2 * slot + g.E * (2 * Ng + 2 * Nkg) + 4 * (Ng + og * p->S) + g.dx32 + g.Wg;
+    int64_t gw = p->C > 1 && og < g.hc ? g.E * p->D * p->C * og * p->d : 0;
+    return 2 * slot + g.E * (2 * Ng + 2 * Nkg) + 4 * (Ng + og * p->S) + gw + g.Wg;
 }
 
 /* pinned host: x and the saved tensors of ulysses */

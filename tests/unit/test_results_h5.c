@@ -334,6 +334,11 @@ Test(results_h5, row_from_run_keeps_every_column)
     in.bwd_peak = 17;
     in.capacity = 18;
     in.at_peak[3] = 19;
+    in.model_state_bytes = 21;
+    in.attn_act_bytes = 22;
+    in.other_bytes = 23;
+    snprintf(in.framework, sizeof in.framework, "deepspeed");
+    in.host_ram = 1LL << 40;
     in.step_s = 2.0;
     in.fwd_s = 0.5;
     in.bwd_s = 1.5;
@@ -364,6 +369,12 @@ Test(results_h5, row_from_run_keeps_every_column)
                      o.host_peak_bytes, o.fwd_peak_bytes, o.bwd_peak_bytes, o.capacity_bytes};
     for (int i = 0; i < 8; i++) cr_expect_eq(got[i], want[i], "memory column %d", i);
     cr_expect_eq(o.at_peak_bytes[3], 19);
+    cr_expect_eq(o.model_state_bytes, 21);
+    cr_expect_eq(o.attn_act_bytes, 22);
+    cr_expect_eq(o.other_bytes, 23);
+    cr_expect_str_eq(o.framework, "deepspeed");
+    cr_expect_eq(o.host_ram_bytes, 1LL << 40);
+    cr_expect_str_eq(o.fpdt_impl, "deepspeed", "fpdt's default schedule, by name");
     double wd[] = {2.0, 0.5, 1.5, 3.0, 4.0, 5.0, 6.0, 7.0};
     double gd[] = {o.step_s, o.fwd_s, o.bwd_s, o.tokens_per_s, o.tokens_per_s_per_gpu,
                    o.tflops_per_gpu, o.comm_bytes, o.pcie_bytes};
@@ -372,7 +383,25 @@ Test(results_h5, row_from_run_keeps_every_column)
     /* the same point is found again; another length is not */
     cpb_results_row q;
     cpb_results_point(&p, "upipe", "sim", "h100-sxm", "model", &q);
+    cpb_results_sim_point("model", "deepspeed", 1LL << 40, &q);
     cr_expect(cpb_results_same_point(&o, &q));
     q.seq_len *= 2;
     cr_expect(!cpb_results_same_point(&o, &q));
+    /* the framework, the host memory and fpdt's schedule are part of the point: a resumed
+     * sweep never takes a row made with other ones */
+    cpb_results_row r = q;
+    r.seq_len = o.seq_len;
+    cpb_results_sim_point("model", NULL, 1LL << 40, &r);
+    cr_expect_str_eq(r.framework, "torchtitan", "no --framework is the default, by name");
+    cr_expect(!cpb_results_same_point(&o, &r));
+    r = q;
+    r.seq_len = o.seq_len;
+    r.host_ram_bytes = 0;
+    cr_expect(!cpb_results_same_point(&o, &r));
+    r = q;
+    r.seq_len = o.seq_len;
+    CPB_RESULTS_SET(&r, fpdt_impl, "pipelined");
+    cr_expect(!cpb_results_same_point(&o, &r));
+    cpb_results_sim_point("layer", "deepspeed", 0, &r);
+    cr_expect_str_eq(r.framework, "", "layer rows have no framework");
 }

@@ -39,9 +39,16 @@ Test(sim_model, parts_add_up_and_states_are_sharded)
     cr_expect(e->params > 8.0e9 && e->params < 8.1e9, "params %g", e->params);
     for (int k = 0; k < CPB_MOMENT_COUNT; k++) {
         const cpb_model_mem *x = &e->moment[k];
-        cr_expect_eq(x->total, x->states + x->gathered + x->attn_fixed + x->attn_act + x->ckpt + x->residual + x->work);
-        /* 14 bytes per parameter over 8 GPUs */
-        cr_expect(x->states > (int64_t)(14 * 8.0e9 / 8) && x->states < (int64_t)(14 * 8.1e9 / 8));
+        cr_expect_eq(x->total, x->states + x->gathered + x->comm + x->attn_fixed + x->attn_act + x->ckpt + x->residual +
+                                   x->work);
+        /* 16 bytes per parameter over 8 GPUs: Llama3-8B's 14.96 GiB */
+        cr_expect_eq(x->states, (int64_t)(16.0 * e->params / 8));
+        cr_expect(x->states > (int64_t)(14.95 * 1073741824.0) && x->states < (int64_t)(14.97 * 1073741824.0),
+                  "%.3f GiB", x->states / 1073741824.0);
+        cpb_model_buckets b = cpb_model_mem_buckets(x);
+        cr_expect_eq(b.model + b.attn_act + b.other, x->total);
+        cr_expect_eq(b.model, x->states);
+        cr_expect_eq(b.attn_act, x->attn_act);
     }
     const cpb_model_mem *a = &e->moment[CPB_MOMENT_ATTN_BWD];
     cr_expect_eq(a->attn_fixed + a->attn_act + e->attn.mem.dev.at_peak[CPB_TAG_Y], e->attn.mem.dev.peak,
@@ -55,6 +62,8 @@ Test(sim_model, parts_add_up_and_states_are_sharded)
     cr_expect_str_eq(row.scope, "model");
     cr_expect_str_eq(row.status, "ok");
     cr_expect_eq(row.peak_bytes, e->moment[e->peak_moment].total);
+    cr_expect_eq(row.model_state_bytes + row.attn_act_bytes + row.other_bytes, row.peak_bytes);
+    cr_expect_str_eq(row.framework, "torchtitan");
     cpb_model_estimate_free(e);
 }
 
@@ -113,4 +122,79 @@ Test(sim_model, custom_shapes_are_refused)
     cr_expect_eq(cpb_model_estimate_new(&p, m, NULL, &e, err, sizeof err), CPB_ERR_INVALID);
     cr_expect(strstr(err, "llama3-8b") != NULL, "%s", err);
     cr_expect_null(e);
+}
+
+/* The two training setups, term by term (model_scope_framework.c): the same sharded
+ * states (16 bytes per parameter both), FSDP2's reduce-scatter buffer of one layer in
+ * fp32 against ZeRO-3's 5e8-element fp16 bucket, the first and last layer's input on the
+ * device against none, and the host holding L-2 checkpoints against all L plus the loss's
+ * copy of the final hidden state. */
+Test(sim_model, frameworks_term_by_term)
+{
+    const cpb_method *m = first_method();
+    cpb_problem p = llama(1 << 20);
+    cpb_sim_opts tt = {0}, ds = {0};
+    ds.framework = "deepspeed";
+    cpb_model_estimate *a = NULL, *b = NULL;
+    char err[1024] = "";
+    cr_assert_eq(cpb_model_estimate_new(&p, m, &tt, &a, err, sizeof err), CPB_OK, "%s", err);
+    cr_assert_eq(cpb_model_estimate_new(&p, m, &ds, &b, err, sizeof err), CPB_OK, "%s", err);
+    cr_expect_str_eq(a->fw->name, "torchtitan");
+    cr_expect_str_eq(b->fw->name, "deepspeed");
+    const int64_t sD = (1 << 20) / 8 * 4096LL;
+    const double D = 4096, F = 14336, H = 32, G = 8, d = 128;
+    const double p_layer = D * (H + 2 * G) * d + H * d * D + 3 * D * F + 2 * D;
+    const cpb_model_mem *ma = &a->moment[CPB_MOMENT_ATTN_BWD], *mb = &b->moment[CPB_MOMENT_ATTN_BWD];
+    cr_expect_eq(ma->states, mb->states);
+    cr_expect_eq(ma->comm, (int64_t)(p_layer * 4), "FSDP2: one layer's fp32 reduce-scatter input");
+    cr_expect_eq(mb->comm, (int64_t)(5e8 * 2), "ZeRO-3: the fp16 gradient bucket");
+    cr_expect_eq(ma->ckpt, 2 * sD * 2);
+    cr_expect_eq(mb->ckpt, 0);
+    cr_expect_eq(a->host_bytes, 30 * sD * 2 + a->attn.mem.host.peak);
+    cr_expect_eq(b->host_bytes, 32 * sD * 2 + sD * 2 + b->attn.mem.host.peak);
+    /* the attention layer is the same trace in both */
+    cr_expect_eq(ma->attn_act, mb->attn_act);
+    /* time: five MLP forward-equivalents against FPDT_FFN's 14/3; checkpoint copies on the
+     * compute stream, pinned up to 4M tokens (TorchTitan) or always pageable (DeepSpeed) */
+    /* (both tiles are 4096 tokens here: D, and FPDT's 65536 / 8 / 2) */
+    cr_expect_float_eq(a->mlp_layer_s / b->mlp_layer_s, 5.0 / (14.0 / 3.0), 1e-9);
+    cr_expect_eq(a->ckpt_pageable, 0);
+    cr_expect_eq(b->ckpt_pageable, 1);
+    cr_expect_gt(b->ckpt_layer_s, a->ckpt_layer_s);
+    cpb_model_estimate_free(a);
+    cpb_model_estimate_free(b);
+    /* above 4M tokens TorchTitan's copies are pageable too */
+    p = llama(5 << 20);
+    cr_assert_eq(cpb_model_estimate_new(&p, m, &tt, &a, err, sizeof err), CPB_OK, "%s", err);
+    cr_expect_eq(a->ckpt_pageable, 1);
+    cpb_model_estimate_free(a);
+    /* an unknown setup is bad input */
+    tt.framework = "megatron";
+    cr_expect_eq(cpb_model_estimate_new(&p, m, &tt, &a, err, sizeof err), CPB_ERR_INVALID);
+    cr_expect(strstr(err, "torchtitan, deepspeed") != NULL, "%s", err);
+}
+
+/* --host-ram sets the node's host memory; the reason says which memory bounds the run */
+Test(sim_model, host_ram_bounds_and_the_reason_says_so)
+{
+    const cpb_method *m = first_method();
+    cpb_problem p = llama(1 << 20);
+    cpb_sim_opts o = {0};
+    o.host_ram = 64LL << 30; /* 8 GiB per GPU: 30 checkpoints of 1 GiB do not fit */
+    cpb_model_estimate *e = NULL;
+    char err[1024] = "";
+    cr_assert_eq(cpb_model_estimate_new(&p, m, &o, &e, err, sizeof err), CPB_OK, "%s", err);
+    cr_expect_eq(e->host_capacity, 8LL << 30);
+    cr_expect_eq(e->status, CPB_ERR_NOMEM_HOST, "%s", e->reason);
+    cr_expect(strncmp(e->reason, "host memory:", 12) == 0, "%s", e->reason);
+    cpb_run_row row;
+    cpb_model_estimate_row(e, &row);
+    cr_expect_str_eq(row.status, "oom");
+    cr_expect_eq(row.host_ram, 64LL << 30);
+    cpb_model_estimate_free(e);
+    o.host_ram = 0;
+    o.mem_cap = 16LL << 30;
+    cr_assert_eq(cpb_model_estimate_new(&p, m, &o, &e, err, sizeof err), CPB_OK, "%s", err);
+    cr_expect(strncmp(e->reason, "device memory:", 14) == 0, "%s", e->reason);
+    cpb_model_estimate_free(e);
 }

@@ -263,6 +263,92 @@ Test(sim_timeline, model_rules_of_one_op)
     cr_expect_lt(cpb_sim_gemm_eff(&h, 128, 256, 64, 1), cpb_sim_gemm_eff(&h, 65536, 4096, 4096, 1));
 }
 
+/* A batched GEMM is one kernel: its batch entries' tiles fill the SMs together, so eight
+ * [16K x 128] entries run as fast per FLOP as one [16K x 1024] GEMM, and far faster than
+ * eight separate calls would. */
+Test(sim_timeline, batched_gemm_is_one_kernel)
+{
+    cpb_sim_hw h = round_hw();
+    h.num_sms = 132;
+    h.gemm_eff_max = 0.75;
+    h.gemm_k_half = 128;
+    h.gemm_tile_m = 128;
+    h.gemm_tile_n = 128;
+    h.launch = 4e-6;
+    double one = cpb_sim_gemm_eff(&h, 16384, 1024, 4096, 1);
+    double batched = cpb_sim_gemm_eff(&h, 16384, 128, 4096, 8);
+    cr_expect(NEAR(batched, one), "batched %g vs one GEMM %g", batched, one);
+    sim_entry e;
+    memset(&e, 0, sizeof e);
+    e.type = SIM_OP;
+    e.kind = CPB_OP_GEMM;
+    e.phase = SIM_PHASE_FWD;
+    e.w0 = 16384, e.w1 = 128, e.w2 = 4096, e.w3 = 8;
+    e.flops = 2.0 * 16384 * 128 * 4096 * 8;
+    double t_batched = cpb_sim_op_time(&h, &e);
+    e.w3 = 1;
+    e.flops /= 8;
+    double t_single = cpb_sim_op_time(&h, &e);
+    cr_expect_lt(t_batched, 8 * t_single, "one batched kernel %g s, eight calls %g s", t_batched, 8 * t_single);
+    /* exactly one launch per batched call */
+    cr_expect(NEAR(t_batched, e.flops * 8 / (h.peak_flops * batched) + h.launch), "time %g", t_batched);
+}
+
+/* Causal attention is scheduled longest tile first (FlashAttention-3's LPT scheduler): the
+ * tail is the short tiles, not a whole wave.  Worked by hand on 3 SMs: a square causal
+ * call of 4 row blocks, one head, has tiles of 4, 3, 2, 1 key blocks; LPT puts 4 | 3 | 2+1
+ * on the SMs, a span of 4 for 10 units of work: efficiency 10 / (3 * 4).  Uniform row
+ * blocks (a non-causal call) still run in waves: 4 blocks on 3 SMs take 2 waves. */
+Test(sim_timeline, causal_attention_is_scheduled_longest_first)
+{
+    cpb_sim_hw h = round_hw();
+    h.num_sms = 3;
+    h.attn_tile_rows = 1;
+    h.attn_fwd_eff_max = 1.0;
+    h.attn_fwd_k_half = 0.0;
+    int64_t rows = 4, causal_pairs = rows * (rows + 1) / 2;
+    cr_expect(NEAR(cpb_sim_attn_eff(&h, 0, rows, 1, causal_pairs), 10.0 / 12.0), "causal eff %g",
+              cpb_sim_attn_eff(&h, 0, rows, 1, causal_pairs));
+    cr_expect(NEAR(cpb_sim_attn_eff(&h, 0, rows, 1, rows * rows), 4.0 / 6.0), "non-causal eff %g",
+              cpb_sim_attn_eff(&h, 0, rows, 1, rows * rows));
+    /* a long causal call with one head per call loses almost nothing to the tail */
+    h.num_sms = 132;
+    h.attn_tile_rows = 128;
+    int64_t S = 512 * 1024;
+    cr_expect_gt(cpb_sim_attn_eff(&h, 0, S, 1, S * (S + 1) / 2), 0.998);
+}
+
+/* Split-K: a skinny dW GEMM ([128 x 4096] output, k = 16K) has 16 tiles of 128x256 on 132
+ * SMs; split 8 ways over k it keeps 128 SMs busy, each split 2048 deep. */
+Test(sim_timeline, skinny_gemm_splits_k)
+{
+    cpb_sim_hw h = round_hw();
+    h.num_sms = 132;
+    h.gemm_eff_max = 0.75;
+    h.gemm_k_half = 128;
+    h.gemm_tile_m = 128;
+    h.gemm_tile_n = 256;
+    cr_expect_eq(cpb_sim_gemm_splits(&h, 128, 4096, 16384, 1), 8.0);
+    double want = 0.75 * (128.0 / 132.0) * (2048.0 / (2048.0 + 128.0));
+    cr_expect(NEAR(cpb_sim_gemm_eff(&h, 128, 4096, 16384, 1), want), "eff %g, expected %g",
+              cpb_sim_gemm_eff(&h, 128, 4096, 16384, 1), want);
+    /* enough tiles already, or too shallow to split: no split */
+    cr_expect_eq(cpb_sim_gemm_splits(&h, 16384, 4096, 4096, 1), 1.0);
+    cr_expect_eq(cpb_sim_gemm_splits(&h, 128, 4096, 300, 1), 1.0);
+    /* the batch counts towards the tiles: 8 entries of 16 tiles fill the GPU */
+    cr_expect_eq(cpb_sim_gemm_splits(&h, 128, 4096, 16384, 8), 1.0);
+    /* the partial tiles' fp32 fix-up is HBM traffic of the op */
+    sim_entry e;
+    memset(&e, 0, sizeof e);
+    e.type = SIM_OP;
+    e.kind = CPB_OP_GEMM;
+    e.phase = SIM_PHASE_BWD;
+    e.w0 = 128, e.w1 = 4096, e.w2 = 16384, e.w3 = 1;
+    e.flops = 0; /* only the traffic: 8 splits x 2 passes x 4 bytes x 128 x 4096 */
+    h.hbm_bw = 1e9;
+    cr_expect(NEAR(cpb_sim_op_time(&h, &e), 8.0 * 2 * 4 * 128 * 4096 / 1e9), "fix-up time %g", cpb_sim_op_time(&h, &e));
+}
+
 Test(sim_timeline, unmatched_collective_is_reported)
 {
     world W;
