@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cpb_presets.h"
+#include "registry.h"
 
 typedef enum opt_kind {
     OPT_FLAG,     /* int set to 1 */
@@ -20,6 +21,7 @@ typedef enum opt_kind {
     OPT_NAME,     /* copied into a char array, checked against `choices` ("" = free) */
     OPT_METHOD,   /* name, comma list or all; each name checked against the registry */
     OPT_MODEL,    /* preset name */
+    OPT_BACKEND,  /* a backend this build knows of (registry.h; it may still be absent) */
     OPT_DTYPE,
     OPT_SIZELIST, /* a,b,c */
     OPT_FILES,    /* FILE... up to the next option */
@@ -52,7 +54,7 @@ static const opt_def opts[] = {
     {"--seq-chunk", OPT_SIZE, F(seq_chunk), 0, NULL, "N", "fpdt: global tokens per chunk"},
     {"--offload-group", OPT_INT, F(offload_group), 0, NULL, "N", "offload: heads per backward group"},
     {"--ulysses-degree", OPT_INT, F(ulysses_degree), 0, NULL, "N", "usp/hybrid: Ulysses group size"},
-    {"--backend", OPT_NAME, F(backend), CAP(backend), "cpu|sim|cuda", "cpu|sim|cuda", "backend (default cpu)"},
+    {"--backend", OPT_BACKEND, F(backend), CAP(backend), NULL, "cpu|sim|cuda", "backend (default cpu)"},
     {"--gpus", OPT_INT, F(gpus), 0, NULL, "N", "simulated world size"},
     {"--gpus-per-node", OPT_INT, F(gpus_per_node), 0, NULL, "N", "GPUs per node (default 8)"},
     {"--gpu", OPT_NAME, F(gpu), CAP(gpu), "", "PROFILE", "sim GPU profile (h100-sxm, h200, a100-80g, a100-40g)"},
@@ -237,6 +239,7 @@ static int parse_value(const opt_def *o, const char *v, cpb_args *a, char *err, 
     case OPT_NAME:
     case OPT_MODEL:
     case OPT_METHOD:
+    case OPT_BACKEND:
         if (strlen(v) >= o->cap || !*v) {
             snprintf(err, err_len, "%s '%s': empty or longer than %zu characters", o->name, v, o->cap - 1);
             return -1;
@@ -253,6 +256,14 @@ static int parse_value(const opt_def *o, const char *v, cpb_args *a, char *err, 
             }
         }
         if (o->kind == OPT_METHOD && check_methods(v, err, err_len) != 0) return -1;
+        if (o->kind == OPT_BACKEND) {
+            if (!cpb_backend_known(v)) {
+                char why[256];
+                cpb_backend_find(v, why, sizeof why);
+                snprintf(err, err_len, "--backend: %s", why);
+                return -1;
+            }
+        }
         snprintf(base, o->cap, "%s", v);
         return 0;
     case OPT_DTYPE:
@@ -364,12 +375,38 @@ int cpb_args_parse(int argc, char **argv, cpb_args *a, char *err, size_t err_len
 void cpb_args_ctx_opts(const cpb_args *a, cpb_ctx_opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->backend = a->backend;
-    o->use_mpi = 1;
     o->capacity = a->mem_cap;
     o->host_capacity = a->host_mem_cap;
     o->race_check = !a->no_race_check;
     o->comm = a->comm[0] ? a->comm : NULL;
+}
+
+void cpb_args_sim_opts(const cpb_args *a, cpb_sim_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->gpu = a->gpu[0] ? a->gpu : NULL;
+    o->calibration = a->calibration;
+    o->gpus_per_node = a->gpus_per_node;
+    o->mem_cap = a->mem_cap;
+    o->host_mem_cap = a->host_mem_cap;
+    o->no_race_check = a->no_race_check;
+}
+
+void cpb_args_runner_opts(const cpb_args *a, const cpb_backend *be, const char *exe, int nopts, char **opts,
+                          cpb_runner_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->be = be;
+    o->gpus = a->gpus;
+    cpb_args_sim_opts(a, &o->sim);
+    cpb_args_ctx_opts(a, &o->ctx);
+    o->warmup = a->warmup;
+    o->iters = a->iters;
+    o->seed = a->seed;
+    o->isolate = a->isolate;
+    o->exe = exe;
+    o->nopts = nopts;
+    o->opts = opts;
 }
 
 int cpb_args_problem(const cpb_args *a, int C, cpb_problem *p, char *err, size_t err_len)

@@ -10,6 +10,8 @@
 #include "cpb.h"
 #include "cpb_backend.h"
 #include "cpb_method.h"
+#include "point.h"
+#include "sim_layer.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -79,9 +81,16 @@ int cpb_parse_size(const char *s, int64_t *out);
  * method options, with basic validation (H % G, S % C, even head dim, ...).  Returns
  * CPB_OK or CPB_ERR_INVALID with a message naming the option and the constraint. */
 int cpb_args_problem(const cpb_args *a, int C, cpb_problem *p, char *err, size_t err_len);
-/* context options of a measured run under mpirun (--backend, --mem-cap, --host-mem-cap,
- * --comm, --no-race-check) */
+/* context options of a measured run (--mem-cap, --host-mem-cap, --comm, --no-race-check;
+ * use_mpi is the driver's to set) */
 void cpb_args_ctx_opts(const cpb_args *a, cpb_ctx_opts *o);
+/* the simulator's options (--gpu, --calibration, --gpus-per-node, --mem-cap, ...) */
+void cpb_args_sim_opts(const cpb_args *a, cpb_sim_opts *o);
+/* a point runner's options for backend be: the world, the simulator's and the context's
+ * options, the measurement; --isolate with this program's path `exe` and the command's
+ * options `nopts`, `opts` (after the command name) */
+void cpb_args_runner_opts(const cpb_args *a, const cpb_backend *be, const char *exe, int nopts, char **opts,
+                          cpb_runner_opts *o);
 
 /* The methods --method names, in registry order for "all" and in the given order for a
  * list.  Returns the count (>= 1), or -1 with a message (not given, unknown name, too many). */

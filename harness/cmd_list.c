@@ -1,39 +1,32 @@
 /* cmd_list.c — `cpbench list`: methods, model presets, backends compiled in. */
 #include <stdio.h>
-#include <string.h>
 
-#include "args.h"
-#include "cpb_backend.h"
+#include "cli.h"
 #include "cpb_method.h"
 #include "cpb_presets.h"
+#include "registry.h"
 
-#ifdef CPB_HAVE_CUDA
-#include "cuda/cpb_cuda.h"
-#endif
-
-static void cuda_line(void)
+static void backend_line(int i)
 {
-#ifdef CPB_HAVE_CUDA
     char why[512] = "";
-    int n = cpb_cuda_device_count(why, sizeof why);
-    if (n > 0)
-        printf("  %-6s compiled in; %d device%s present\n", "cuda", n, n == 1 ? "" : "s");
-    else
-        printf("  %-6s compiled in; no usable device (%s)\n", "cuda", why[0] ? why : "none found");
-#else
-    printf("  %-6s not compiled in (no CUDA toolkit at build time)\n", "cuda");
-#endif
+    const char *name = cpb_backend_name_at(i);
+    const cpb_backend *be = cpb_backend_at(i, why, sizeof why);
+    if (!be) {
+        printf("  %-6s %s\n", name, why);
+        return;
+    }
+    printf("  %-6s compiled in: %s", name, be->summary);
+    if (be->probe) {
+        int n = be->probe(why, sizeof why);
+        if (n > 0) printf("; %d device%s present", n, n == 1 ? "" : "s");
+        else printf("; no usable device (%s)", why[0] ? why : "none found");
+    }
+    printf("\n");
 }
 
-int cpb_cmd_list(int argc, char **argv)
+int cpb_cmd_list(const cpb_cli *c)
 {
-    cpb_args a;
-    char err[1024];
-    cpb_args_defaults(&a);
-    if (cpb_args_parse(argc - 1, argv + 1, &a, err, sizeof err) != CPB_OK) {
-        fprintf(stderr, "cpbench list: %s\n", err);
-        return 2;
-    }
+    (void)c;
     printf("Methods:\n");
     for (int i = 0; i < cpb_method_count(); i++)
         printf("  %-10s %s\n", cpb_method_at(i)->name, cpb_method_at(i)->summary);
@@ -46,11 +39,6 @@ int cpb_cmd_list(int argc, char **argv)
                p->rope_base, p->notes);
     }
     printf("\nBackends:\n");
-    printf("  %-6s compiled in (MPI ranks, real math)\n", "cpu");
-    if (cpb_backend_find("sim"))
-        printf("  %-6s compiled in (allocation accounting + timing model, one process)\n", "sim");
-    else
-        printf("  %-6s not compiled in\n", "sim");
-    cuda_line();
+    for (int i = 0; i < cpb_backend_count(); i++) backend_line(i);
     return 0;
 }

@@ -180,6 +180,7 @@ const cpb_mem_stats *cpb_host_mem(const cpb_ctx *ctx);
 /* ---------------------------------------------------------------- streams, events, ranges */
 
 #define CPB_STREAM_COMPUTE 0
+#define CPB_MAX_STREAMS 16
 /* Stream by name, created on first use ("comm", "copy", "prefetch", ...). */
 int cpb_stream(cpb_ctx *ctx, const char *name, int *id);
 typedef struct cpb_event { int id; } cpb_event;

@@ -143,7 +143,7 @@ Test(args, errors_name_the_option)
     expect_error(PARSE(&a, err, "--model", "gpt5"), err, "gpt5", "llama3-8b");
     expect_error(PARSE(&a, err, "--method", "no-such-method"), err, "no-such-method", "all");
     expect_error(PARSE(&a, err, "--method", "all,"), err, "--method", NULL);
-    expect_error(PARSE(&a, err, "--backend", "tpu"), err, "--backend", "cpu|sim|cuda");
+    expect_error(PARSE(&a, err, "--backend", "tpu"), err, "--backend", "cpu, sim, cuda");
     expect_error(PARSE(&a, err, "--scope", "world"), err, "--scope", "layer|model");
     expect_error(PARSE(&a, err, "--factor", "-2"), err, "--factor", "positive");
     expect_error(PARSE(&a, err, "--seq-list", "1K,,2K"), err, "--seq-list", NULL);

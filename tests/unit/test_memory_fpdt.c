@@ -9,7 +9,7 @@
 
 #include "test_problem.h"
 #include "cpb_method.h"
-#include "cpb_sim.h"
+#include "sim_layer.h"
 
 static cpb_problem problem(int64_t S, int64_t chunk, int C, int H, int G, int d, int64_t D, cpb_dtype dt)
 {
@@ -111,14 +111,14 @@ static double expected_pcie(const cpb_problem *p)
     return fwd + prep + loop;
 }
 
-static cpb_sim_result sim(const cpb_problem *p, const char *method)
+static cpb_row sim(const cpb_problem *p, const char *method)
 {
     const cpb_method *m = cpb_method_find(method);
     cr_assert_not_null(m, "method %s is not registered", method);
-    cpb_sim_result r;
+    cpb_row r;
     int rc = cpb_sim_layer(p, m, NULL, &r);
     cr_assert_eq(rc, CPB_OK, "cpb_sim_layer: %s", r.reason);
-    cr_assert_eq(r.status, CPB_OK, "%s S=%lld: %s", method, (long long)p->S, r.reason);
+    cr_assert_eq(r.code, CPB_OK, "%s S=%lld: %s", method, (long long)p->S, r.reason);
     return r;
 }
 
@@ -131,15 +131,15 @@ static int device_bytes_ok(int64_t measured, int64_t formula)
 
 static void check_exact(const cpb_problem *p)
 {
-    cpb_sim_result r = sim(p, "fpdt");
-    cr_expect(device_bytes_ok(r.mem.dev.intermediate_peak, expected_intermediate(p)),
+    cpb_row r = sim(p, "fpdt");
+    cr_expect(device_bytes_ok(r.intermediate_bytes, expected_intermediate(p)),
               "S=%lld C=%d G=%d: intermediate %lld bytes, formula %lld", (long long)p->S, p->C, p->G,
-              (long long)r.mem.dev.intermediate_peak, (long long)expected_intermediate(p));
-    cr_expect(device_bytes_ok(r.mem.fwd.intermediate_peak, fwd_intermediate(p)),
-              "forward intermediate %lld, formula %lld", (long long)r.mem.fwd.intermediate_peak,
+              (long long)r.intermediate_bytes, (long long)expected_intermediate(p));
+    cr_expect(device_bytes_ok(r.fwd.intermediate_peak, fwd_intermediate(p)),
+              "forward intermediate %lld, formula %lld", (long long)r.fwd.intermediate_peak,
               (long long)fwd_intermediate(p));
-    cr_expect_eq(r.mem.host.peak, expected_host(p), "S=%lld C=%d G=%d: host peak %lld bytes, formula %lld",
-                 (long long)p->S, p->C, p->G, (long long)r.mem.host.peak, (long long)expected_host(p));
+    cr_expect_eq(r.host_peak_bytes, expected_host(p), "S=%lld C=%d G=%d: host peak %lld bytes, formula %lld",
+                 (long long)p->S, p->C, p->G, (long long)r.host_peak_bytes, (long long)expected_host(p));
 }
 
 Test(memory_fpdt, bytes_match_the_formulas)
@@ -161,24 +161,24 @@ Test(memory_fpdt, device_flat_host_linear_when_S_doubles)
     const int64_t chunk = 2048;
     cpb_problem a = problem(8 * chunk, chunk, 8, 32, 8, 128, 4096, CPB_BF16);
     cpb_problem b = problem(16 * chunk, chunk, 8, 32, 8, 128, 4096, CPB_BF16);
-    cpb_sim_result ra = sim(&a, "fpdt"), rb = sim(&b, "fpdt");
-    double dev_ratio = (double)rb.mem.dev.intermediate_peak / (double)ra.mem.dev.intermediate_peak;
-    double host_ratio = (double)rb.mem.host.peak / (double)ra.mem.host.peak;
+    cpb_row ra = sim(&a, "fpdt"), rb = sim(&b, "fpdt");
+    double dev_ratio = (double)rb.intermediate_bytes / (double)ra.intermediate_bytes;
+    double host_ratio = (double)rb.host_peak_bytes / (double)ra.host_peak_bytes;
     cr_expect_leq(dev_ratio, 1.01, "device intermediate grows %.3fx when S doubles (%lld -> %lld bytes)", dev_ratio,
-                  (long long)ra.mem.dev.intermediate_peak, (long long)rb.mem.dev.intermediate_peak);
-    cr_expect(device_bytes_ok(rb.mem.dev.intermediate_peak, expected_intermediate(&b)));
+                  (long long)ra.intermediate_bytes, (long long)rb.intermediate_bytes);
+    cr_expect(device_bytes_ok(rb.intermediate_bytes, expected_intermediate(&b)));
     /* host grows like S: u (u - 1 for the dq accumulators) chunks of everything */
     double want = (double)expected_host(&b) / (double)expected_host(&a);
     cr_expect(host_ratio > 1.95 && host_ratio < 2.1, "host peak grows %.3fx when S doubles, want about 2", host_ratio);
     cr_expect(host_ratio > want - 1e-9 && host_ratio < want + 1e-9, "host ratio %.6f, formula %.6f", host_ratio, want);
-    cr_expect_eq(rb.mem.host.peak, expected_host(&b));
+    cr_expect_eq(rb.host_peak_bytes, expected_host(&b));
 }
 
 Test(memory_fpdt, host_device_traffic_is_quadratic_in_chunks)
 {
     cpb_problem a = problem(4 * 1024, 1024, 4, 8, 4, 32, 256, CPB_BF16);
     cpb_problem b = problem(8 * 1024, 1024, 4, 8, 4, 32, 256, CPB_BF16);
-    cpb_sim_result ra = sim(&a, "fpdt"), rb = sim(&b, "fpdt");
+    cpb_row ra = sim(&a, "fpdt"), rb = sim(&b, "fpdt");
     cr_expect(ra.pcie_bytes > 0.999 * expected_pcie(&a) && ra.pcie_bytes < 1.001 * expected_pcie(&a),
               "u=4: %.0f PCIe bytes, formula %.0f", ra.pcie_bytes, expected_pcie(&a));
     cr_expect(rb.pcie_bytes > 0.999 * expected_pcie(&b) && rb.pcie_bytes < 1.001 * expected_pcie(&b),
@@ -193,9 +193,9 @@ Test(memory_fpdt, below_ulysses_at_long_sequences)
     if (!uly) cr_skip_test("ulysses is not registered");
     const int64_t chunk = 2048;
     cpb_problem p = problem(16 * chunk, chunk, 8, 32, 8, 128, 4096, CPB_BF16);
-    cpb_sim_result f = sim(&p, "fpdt"), u = sim(&p, "ulysses");
+    cpb_row f = sim(&p, "fpdt"), u = sim(&p, "ulysses");
     /* ulysses holds all S tokens' q, k, v, o on the device; fpdt two chunks' worth */
-    cr_expect_lt(f.mem.dev.intermediate_peak, u.mem.dev.intermediate_peak / 2,
-                 "fpdt %lld intermediate bytes, ulysses %lld", (long long)f.mem.dev.intermediate_peak,
-                 (long long)u.mem.dev.intermediate_peak);
+    cr_expect_lt(f.intermediate_bytes, u.intermediate_bytes / 2,
+                 "fpdt %lld intermediate bytes, ulysses %lld", (long long)f.intermediate_bytes,
+                 (long long)u.intermediate_bytes);
 }

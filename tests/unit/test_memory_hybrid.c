@@ -20,7 +20,7 @@
 #include "test_problem.h"
 #include "cpb_method.h"
 #include "cpb_presets.h"
-#include "cpb_sim.h"
+#include "sim_layer.h"
 #include "common/head_stages.h"
 #include "upipe/upipe.h"
 
@@ -117,14 +117,14 @@ static int64_t hupipe_bwd(const cpb_problem *p)
 
 /* ---------------------------------------------------------------- running */
 
-static cpb_sim_result sim(const cpb_problem *p, const char *method)
+static cpb_row sim(const cpb_problem *p, const char *method)
 {
     const cpb_method *m = cpb_method_find(method);
     cr_assert_not_null(m, "method %s is not registered", method);
-    cpb_sim_result r;
+    cpb_row r;
     int rc = cpb_sim_layer(p, m, NULL, &r);
     cr_assert_eq(rc, CPB_OK, "cpb_sim_layer: %s", r.reason);
-    cr_assert_eq(r.status, CPB_OK, "%s S=%lld C=%d: %s", method, (long long)p->S, p->C, r.reason);
+    cr_assert_eq(r.code, CPB_OK, "%s S=%lld C=%d: %s", method, (long long)p->S, p->C, r.reason);
     return r;
 }
 
@@ -135,12 +135,12 @@ static cpb_sim_result sim(const cpb_problem *p, const char *method)
 
 static void check_both(const cpb_problem *p)
 {
-    cpb_sim_result us = sim(p, "usp"), hu = sim(p, "hupipe");
-    EXPECT_BYTES(us.mem.dev.intermediate_peak, usp_bwd(p), "usp intermediate", p);
-    EXPECT_BYTES(us.mem.bwd.intermediate_peak, usp_bwd(p), "usp backward intermediate", p);
-    EXPECT_BYTES(hu.mem.dev.intermediate_peak, hupipe_bwd(p), "hupipe intermediate", p);
+    cpb_row us = sim(p, "usp"), hu = sim(p, "hupipe");
+    EXPECT_BYTES(us.intermediate_bytes, usp_bwd(p), "usp intermediate", p);
+    EXPECT_BYTES(us.bwd.intermediate_peak, usp_bwd(p), "usp backward intermediate", p);
+    EXPECT_BYTES(hu.intermediate_bytes, hupipe_bwd(p), "hupipe intermediate", p);
     /* after forward only the saved tensors are left besides the fixed ones */
-    EXPECT_BYTES(us.mem.fwd.live_end - hu.mem.fwd.live_end, usp_saved(p) - hupipe_saved(p),
+    EXPECT_BYTES(us.fwd.live_end - hu.fwd.live_end, usp_saved(p) - hupipe_saved(p),
                  "live after forward, usp - hupipe", p);
 }
 
@@ -187,8 +187,8 @@ Test(memory_hybrid, hupipe_below_usp_by_its_stage_share_qwen3_32b_8x2)
     cr_assert_eq(p.H, 64);
     cr_assert_eq(p.G, 8);
     cr_assert_eq(p.d, 128);
-    int64_t us = sim(&p, "usp").mem.dev.intermediate_peak;
-    int64_t hu = sim(&p, "hupipe").mem.dev.intermediate_peak;
+    int64_t us = sim(&p, "usp").intermediate_bytes;
+    int64_t hu = sim(&p, "hupipe").intermediate_bytes;
     EXPECT_BYTES(us, usp_bwd(&p), "usp intermediate", &p);
     EXPECT_BYTES(hu, hupipe_bwd(&p), "hupipe intermediate", &p);
 
@@ -212,7 +212,7 @@ Test(memory_hybrid, hupipe_grows_with_U)
     int64_t prev = 0;
     for (int U = 8; U <= p.H; U *= 2) {
         p.head_chunk = U;
-        int64_t got = sim(&p, "hupipe").mem.dev.intermediate_peak;
+        int64_t got = sim(&p, "hupipe").intermediate_bytes;
         EXPECT_BYTES(got, hupipe_bwd(&p), "hupipe intermediate", &p);
         if (prev) cr_expect_gt(got, prev, "U=%d: %lld bytes, not more than at U=%d", U, (long long)got, U / 2);
         prev = got;

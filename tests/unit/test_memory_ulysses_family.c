@@ -21,7 +21,7 @@
 
 #include "test_problem.h"
 #include "cpb_method.h"
-#include "cpb_sim.h"
+#include "sim_layer.h"
 #include "upipe/upipe.h"
 
 static cpb_problem problem(int64_t S, int C, int64_t D, int H, int G, int d, cpb_dtype dt)
@@ -156,21 +156,21 @@ static int64_t offload_host(const cpb_problem *p)
 
 /* ---------------------------------------------------------------- running */
 
-static cpb_sim_result sim(const cpb_problem *p, const char *method)
+static cpb_row sim(const cpb_problem *p, const char *method)
 {
     const cpb_method *m = cpb_method_find(method);
     cr_assert_not_null(m, "method %s is not registered", method);
-    cpb_sim_result r;
+    cpb_row r;
     int rc = cpb_sim_layer(p, m, NULL, &r);
     cr_assert_eq(rc, CPB_OK, "cpb_sim_layer: %s", r.reason);
-    cr_assert_eq(r.status, CPB_OK, "%s S=%lld C=%d: %s", method, (long long)p->S, p->C, r.reason);
+    cr_assert_eq(r.code, CPB_OK, "%s S=%lld C=%d: %s", method, (long long)p->S, p->C, r.reason);
     return r;
 }
 
 /* the fixed bytes (inputs, weights, outputs, gradients) live after forward */
-static int64_t fixed_live_after_fwd(const cpb_sim_result *r, int64_t intermediate_live)
+static int64_t fixed_live_after_fwd(const cpb_row *r, int64_t intermediate_live)
 {
-    return r->mem.fwd.live_end - intermediate_live;
+    return r->fwd.live_end - intermediate_live;
 }
 
 #define EXPECT_BYTES(got, want, what, p)                                                             \
@@ -181,25 +181,25 @@ static int64_t fixed_live_after_fwd(const cpb_sim_result *r, int64_t intermediat
 
 static void check_all(cpb_problem p)
 {
-    cpb_sim_result u = sim(&p, "ulysses");
-    EXPECT_BYTES(u.mem.fwd.intermediate_peak, uly_fwd(&p), "ulysses forward intermediate", &p);
-    EXPECT_BYTES(u.mem.bwd.intermediate_peak, uly_bwd(&p), "ulysses backward intermediate", &p);
-    EXPECT_BYTES(u.mem.dev.intermediate_peak, uly_bwd(&p), "ulysses intermediate", &p);
+    cpb_row u = sim(&p, "ulysses");
+    EXPECT_BYTES(u.fwd.intermediate_peak, uly_fwd(&p), "ulysses forward intermediate", &p);
+    EXPECT_BYTES(u.bwd.intermediate_peak, uly_bwd(&p), "ulysses backward intermediate", &p);
+    EXPECT_BYTES(u.intermediate_bytes, uly_bwd(&p), "ulysses intermediate", &p);
     /* fixed bytes and the GEMM workspace */
     int64_t fixed = fixed_live_after_fwd(&u, uly_saved(&p));
 
-    cpb_sim_result up = sim(&p, "upipe");
-    EXPECT_BYTES(up.mem.fwd.intermediate_peak, upipe_fwd(&p), "upipe forward intermediate", &p);
-    EXPECT_BYTES(up.mem.bwd.intermediate_peak, upipe_bwd(&p), "upipe backward intermediate", &p);
-    EXPECT_BYTES(up.mem.fwd.live_end, fixed + upipe_saved(&p), "upipe live after forward", &p);
+    cpb_row up = sim(&p, "upipe");
+    EXPECT_BYTES(up.fwd.intermediate_peak, upipe_fwd(&p), "upipe forward intermediate", &p);
+    EXPECT_BYTES(up.bwd.intermediate_peak, upipe_bwd(&p), "upipe backward intermediate", &p);
+    EXPECT_BYTES(up.fwd.live_end, fixed + upipe_saved(&p), "upipe live after forward", &p);
 
-    cpb_sim_result o = sim(&p, "offload");
+    cpb_row o = sim(&p, "offload");
     /* the forward's working set is ulysses' attention-time set: q, k, v, o, lse */
-    EXPECT_BYTES(o.mem.fwd.intermediate_peak, uly_saved(&p) + geometry(&p).Wg, "offload forward intermediate", &p);
-    EXPECT_BYTES(o.mem.fwd.live_end, fixed, "offload live after forward", &p);
-    EXPECT_BYTES(o.mem.bwd.intermediate_peak, offload_bwd(&p), "offload backward intermediate", &p);
-    EXPECT_BYTES(o.mem.host.peak, offload_host(&p), "offload pinned host", &p);
-    EXPECT_BYTES(u.mem.host.peak, (int64_t)0, "ulysses pinned host", &p);
+    EXPECT_BYTES(o.fwd.intermediate_peak, uly_saved(&p) + geometry(&p).Wg, "offload forward intermediate", &p);
+    EXPECT_BYTES(o.fwd.live_end, fixed, "offload live after forward", &p);
+    EXPECT_BYTES(o.bwd.intermediate_peak, offload_bwd(&p), "offload backward intermediate", &p);
+    EXPECT_BYTES(o.host_peak_bytes, offload_host(&p), "offload pinned host", &p);
+    EXPECT_BYTES(u.host_peak_bytes, (int64_t)0, "ulysses pinned host", &p);
 }
 
 Test(memory_ulysses_family, bytes_match_the_formulas)
@@ -233,12 +233,12 @@ Test(memory_ulysses_family, upipe_below_ulysses_and_shrinking_with_U)
 {
     cpb_problem p = big();
     cr_assert_geq(p.H, 2 * p.C);
-    int64_t uly = sim(&p, "ulysses").mem.dev.intermediate_peak;
+    int64_t uly = sim(&p, "ulysses").intermediate_bytes;
     EXPECT_BYTES(uly, uly_bwd(&p), "ulysses intermediate", &p);
     int64_t prev = 0;
     for (int U = p.C; U <= p.H; U *= 2) { /* U = 4, 8, 16 = H */
         p.head_chunk = U;
-        int64_t got = sim(&p, "upipe").mem.dev.intermediate_peak;
+        int64_t got = sim(&p, "upipe").intermediate_bytes;
         EXPECT_BYTES(got, upipe_bwd(&p), "upipe intermediate", &p);
         if (U < p.H)
             cr_expect_lt(got, uly, "U=%d: upipe %lld intermediate bytes, ulysses %lld", U, (long long)got,
@@ -260,21 +260,21 @@ Test(memory_ulysses_family, upipe_below_ulysses_and_shrinking_with_U)
 Test(memory_ulysses_family, offload_below_ulysses_by_the_saved_tensors)
 {
     cpb_problem p = big();
-    cpb_sim_result u = sim(&p, "ulysses");
+    cpb_row u = sim(&p, "ulysses");
     for (int og = 1; og <= geometry(&p).hc / 2; og *= 2) { /* og = 1 and the default, hc/2 */
         p.offload_group = og;
-        cpb_sim_result o = sim(&p, "offload");
+        cpb_row o = sim(&p, "offload");
         /* after forward: ulysses keeps q, k, v, o, lse on the device, offload none */
-        EXPECT_BYTES(u.mem.fwd.live_end - o.mem.fwd.live_end, uly_saved(&p), "live after forward, ulysses - offload",
+        EXPECT_BYTES(u.fwd.live_end - o.fwd.live_end, uly_saved(&p), "live after forward, ulysses - offload",
                      &p);
         /* backward: two head groups instead of all heads */
         int64_t want = uly_bwd(&p) - offload_bwd(&p);
-        EXPECT_BYTES(u.mem.bwd.intermediate_peak - o.mem.bwd.intermediate_peak, want,
+        EXPECT_BYTES(u.bwd.intermediate_peak - o.bwd.intermediate_peak, want,
                      "backward intermediate, ulysses - offload", &p);
         cr_expect_gt(want, 0, "og=%d: offload's backward is not below ulysses'", og);
         /* and the forward's transient peak is no higher than ulysses' */
-        cr_expect_leq(o.mem.fwd.peak, u.mem.fwd.peak);
-        EXPECT_BYTES(o.mem.host.peak, offload_host(&p), "offload pinned host", &p);
+        cr_expect_leq(o.fwd_peak_bytes, u.fwd_peak_bytes);
+        EXPECT_BYTES(o.host_peak_bytes, offload_host(&p), "offload pinned host", &p);
     }
 }
 

@@ -8,9 +8,9 @@
 
 #include "cpb_method.h"
 #include "cpb_presets.h"
-#include "cpb_sim.h"
+#include "sim_layer.h"
 #include "gpu_profiles.h"
-#include "run_trial.h"
+#include "row.h"
 
 Test(sim_profiles, unknown_profile_is_refused_with_the_valid_ones)
 {
@@ -39,7 +39,7 @@ Test(sim_profiles, sim_layer_refuses_unknown_profile)
     if (cpb_method_count() == 0) return;
     cpb_sim_opts o = {0};
     o.gpu = "tpu-v5";
-    cpb_sim_result r;
+    cpb_row r;
     cr_expect_eq(cpb_sim_layer(&p, cpb_method_at(0), &o, &r), CPB_ERR_INVALID);
     cr_expect(strstr(r.reason, "tpu-v5") != NULL, "%s", r.reason);
 }
@@ -138,25 +138,25 @@ Test(sim_layer, exact_bytes_of_a_known_schedule)
 {
     toy_asym = 0;
     cpb_problem p = toy_problem(4, 4096);
-    cpb_sim_result r;
+    cpb_row r;
     cr_assert_eq(cpb_sim_layer(&p, &toy, NULL, &r), CPB_OK, "%s", r.reason);
-    cr_assert_eq(r.status, CPB_OK, "%s", r.reason);
+    cr_assert_eq(r.code, CPB_OK, "%s", r.reason);
     int64_t s = 1024, D = 4096, act = s * D * 2;
     int64_t weights = 2 * (D * 32 * 128 + 2 * D * 8 * 128 + 32 * 128 * D); /* bf16 */
     int64_t grads = 2 * weights;                                            /* fp32 */
     int64_t expect = 4 * act + weights + grads + act;                       /* x dy y dx + saved */
-    cr_expect_eq(r.mem.dev.peak, expect, "peak %lld, expected %lld", (long long)r.mem.dev.peak, (long long)expect);
-    cr_expect_eq(r.mem.dev.intermediate_peak, act);
-    cr_expect_eq(r.mem.dev.at_peak[CPB_TAG_SAVED], act);
+    cr_expect_eq(r.peak_bytes, expect, "peak %lld, expected %lld", (long long)r.peak_bytes, (long long)expect);
+    cr_expect_eq(r.intermediate_bytes, act);
+    cr_expect_eq(r.at_peak_bytes[CPB_TAG_SAVED], act);
 }
 
 Test(sim_layer, asymmetric_allocations_are_refused_naming_the_ranks)
 {
     toy_asym = 1;
     cpb_problem p = toy_problem(4, 4096);
-    cpb_sim_result r;
+    cpb_row r;
     cr_assert_eq(cpb_sim_layer(&p, &toy, NULL, &r), CPB_OK);
-    cr_expect_eq(r.status, CPB_ERR_INVALID);
+    cr_expect_eq(r.code, CPB_ERR_INVALID);
     cr_expect(strstr(r.reason, "symmetric") && strstr(r.reason, "rank 0") && strstr(r.reason, "rank 1"), "%s",
               r.reason);
     toy_asym = 0;
@@ -168,18 +168,18 @@ Test(sim_layer, oom_is_a_result)
     cpb_problem p = toy_problem(8, (int64_t)8 << 20); /* 8M tokens: 1M per rank */
     cpb_sim_opts o = {0};
     o.mem_cap = 20LL << 30;                            /* x, dy, y, dx = 32 GiB */
-    cpb_sim_result r;
+    cpb_row r;
     cr_assert_eq(cpb_sim_layer(&p, &toy, &o, &r), CPB_OK);
-    cr_expect_eq(r.status, CPB_ERR_OOM, "%s", r.reason);
+    cr_expect_eq(r.code, CPB_ERR_OOM, "%s", r.reason);
     cr_expect(strstr(r.reason, "out of device memory") != NULL, "%s", r.reason);
 }
 
 Test(sim_layer, refusal_is_a_result)
 {
     cpb_problem p = toy_problem(3, 1000);
-    cpb_sim_result r;
+    cpb_row r;
     cr_assert_eq(cpb_sim_layer(&p, &toy, NULL, &r), CPB_OK);
-    cr_expect_eq(r.status, CPB_ERR_INVALID);
+    cr_expect_eq(r.code, CPB_ERR_INVALID);
     cr_expect(strstr(r.reason, "multiple of C") != NULL, "%s", r.reason);
 }
 

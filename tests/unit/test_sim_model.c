@@ -44,14 +44,15 @@ Test(sim_model, parts_add_up_and_states_are_sharded)
         cr_expect(x->states > (int64_t)(14 * 8.0e9 / 8) && x->states < (int64_t)(14 * 8.1e9 / 8));
     }
     const cpb_model_mem *a = &e->moment[CPB_MOMENT_ATTN_BWD];
-    cr_expect_eq(a->attn_fixed + a->attn_act + e->attn.mem.dev.at_peak[CPB_TAG_Y], e->attn.mem.dev.peak,
+    cr_expect_eq(a->attn_fixed + a->attn_act + e->attn.at_peak_bytes[CPB_TAG_Y], e->attn.peak_bytes,
                  "the attention part is the traced peak less the layer output");
     /* 30 layers' inputs of [128K, 4096] bf16 on the host */
-    cr_expect_eq(e->host_bytes, 30LL * (1 << 17) * 4096 * 2 + e->attn.mem.host.peak);
+    cr_expect_eq(e->host_bytes, 30LL * (1 << 17) * 4096 * 2 + e->attn.host_peak_bytes);
     cr_expect_gt(e->step_s, 32 * e->attn_layer_s, "every layer's attention is in the step");
-    cr_expect_gt(e->tokens_per_s_per_gpu, 0);
-    cpb_run_row row;
+    static cpb_row row;
     cpb_model_estimate_row(e, &row);
+    cr_expect_gt(row.tokens_per_s_per_gpu, 0);
+    cr_expect_float_eq(row.tokens_per_s_per_gpu, (double)p.S / (e->step_s * p.C), 1e-9);
     cr_expect_str_eq(row.scope, "model");
     cr_expect_str_eq(row.status, "ok");
     cr_expect_eq(row.peak_bytes, e->moment[e->peak_moment].total);

@@ -237,23 +237,23 @@ Test(sweep, granule_from_check)
 
 Test(progress, rows_are_aligned_and_durations_readable)
 {
-    cpb_results_row a, b;
-    cpb_results_row_init(&a);
-    CPB_RESULTS_SET(&a, method, "ring");
+    cpb_row a, b;
+    cpb_row_init(&a);
+    CPB_ROW_SET(&a, method, "ring");
     a.seq_len = 131072;
     a.peak_bytes = (int64_t)5 << 30;
     a.step_s = 0.1234;
     a.tokens_per_s_per_gpu = 1234.5;
     a.tflops_per_gpu = 456.7;
     b = a;
-    CPB_RESULTS_SET(&b, method, "offload");
+    CPB_ROW_SET(&b, method, "offload");
     b.seq_len = 8388608;
     char la[256], lb[256], lc[256];
     cpb_progress_format_row(la, sizeof la, &a, "");
     cpb_progress_format_row(lb, sizeof lb, &b, "");
     cr_expect_eq(strlen(la), strlen(lb), "aligned:\n%s\n%s", la, lb);
     cr_expect(strstr(la, "5.00") && strstr(la, "123.4") && strstr(la, "1234.5"), "%s", la);
-    CPB_RESULTS_SET(&b, status, "oom");
+    CPB_ROW_SET(&b, status, "oom");
     cpb_progress_format_row(lc, sizeof lc, &b, "");
     cr_expect(strstr(lc, " oom ") && !strstr(lc, "123.4"), "an OOM row has no time: %s", lc);
     char d[32];
@@ -314,9 +314,9 @@ Test(isolate, killed_child_is_an_error_row_with_the_reason)
     fputs("#!/bin/sh\necho 'cudaMalloc: the driver gave up'\nkill -9 $$\n", f);
     fclose(f);
     chmod(exe, 0755);
-    cpb_results_row tmpl, row;
-    cpb_results_row_init(&tmpl);
-    CPB_RESULTS_SET(&tmpl, method, "ring");
+    cpb_row tmpl, row;
+    cpb_row_init(&tmpl);
+    CPB_ROW_SET(&tmpl, method, "ring");
     tmpl.seq_len = 4096;
     char err[256];
     cr_assert_eq(cpb_isolate_trial(exe, 0, NULL, "ring", 4096, 0, &tmpl, &row, err, sizeof err), CPB_OK);

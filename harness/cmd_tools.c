@@ -1,0 +1,29 @@
+/* cmd_tools.c — `cpbench selftest` and `cpbench bench-kernels`: the cuda backend's tools
+ * (backends/cuda/tools) on the backend --backend names. */
+#include "cli.h"
+#include "cuda_tools.h"
+
+int cpb_cmd_selftest(const cpb_cli *c)
+{
+    const cpb_backend *be = cpb_cli_backend(c, "selftest");
+    if (!be) return 2;
+    cpb_tool_opts o = {0};
+    o.be = be;
+    cpb_args_ctx_opts(&c->a, &o.ctx);
+    return cpb_selftest(&o);
+}
+
+int cpb_cmd_bench_kernels(const cpb_cli *c)
+{
+    const cpb_backend *be = cpb_cli_backend(c, "bench-kernels");
+    if (!be) return 2;
+    cpb_tool_opts o = {0};
+    o.be = be;
+    cpb_args_ctx_opts(&c->a, &o.ctx);
+    o.warmup = c->a.warmup;
+    o.iters = c->a.iters;
+    o.seq_start = c->a.seq_start;
+    o.seq_stop = c->a.seq_stop;
+    o.out = c->a.out;
+    return cpb_bench_kernels(&o);
+}
