@@ -219,6 +219,14 @@ static double now_s(cpb_ctx *ctx)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* the method's forward (bwd 0) or backward inside its range "<name>/fwd|bwd" */
+static int run_phase(cpb_ctx *ctx, const cpb_method *m, cpb_layer *L, void *state, int bwd)
+{
+    CPB_RANGE(ctx, bwd ? m->backward(ctx, L, state) : m->forward(ctx, L, state), "%s/%s", m->name,
+              bwd ? "bwd" : "fwd");
+    return CPB_OK;
+}
+
 /* pop the ranges a failed method left open, down to `depth` */
 static void unwind_ranges(cpb_ctx *ctx, int depth)
 {
@@ -250,7 +258,13 @@ int cpb_trial_step(cpb_ctx *ctx, const cpb_method *m, cpb_layer *L, cpb_row *r)
     const double comm0 = ctx->comm_bytes, pcie0 = ctx->pcie_bytes;
     const int timed = !ctx->be->models_time; /* a timing model predicts the times itself */
     cpb_mem_stats whole_dev = ctx->dev, whole_host = ctx->host;
-    void *state = NULL;
+    void *state = m->state_size ? calloc(1, m->state_size) : NULL;
+    if (m->state_size && !state) {
+        int rc = cpb_fail(ctx, CPB_ERR_NOMEM_HOST, "%s: out of host memory for its %zu-byte state", m->name,
+                          m->state_size);
+        cpb_row_set_status(r, rc, cpb_errmsg(ctx));
+        return rc;
+    }
     double t0 = 0, t1 = 0, t2 = 0;
     int rc = cpb_range_push(ctx, "trial");
     if (rc == CPB_OK) rc = cpb_sync(ctx);
@@ -260,7 +274,7 @@ int cpb_trial_step(cpb_ctx *ctx, const cpb_method *m, cpb_layer *L, cpb_row *r)
         phase_begin(&ctx->host);
         rc = cpb_range_push(ctx, "fwd");
     }
-    if (rc == CPB_OK) rc = m->forward(ctx, L, &state);
+    if (rc == CPB_OK) rc = run_phase(ctx, m, L, state, 0);
     if (rc == CPB_OK) rc = cpb_range_pop(ctx);
     if (rc == CPB_OK) rc = cpb_sync(ctx);
     t1 = now_s(ctx);
@@ -272,7 +286,7 @@ int cpb_trial_step(cpb_ctx *ctx, const cpb_method *m, cpb_layer *L, cpb_row *r)
         phase_begin(&ctx->dev);
         phase_begin(&ctx->host);
         rc = cpb_range_push(ctx, "bwd");
-        if (rc == CPB_OK) rc = m->backward(ctx, L, state);
+        if (rc == CPB_OK) rc = run_phase(ctx, m, L, state, 1);
         if (rc == CPB_OK) rc = cpb_range_pop(ctx);
         if (rc == CPB_OK) rc = cpb_sync(ctx);
         t2 = now_s(ctx);

@@ -179,6 +179,7 @@ const cpb_mem_stats *cpb_host_mem(const cpb_ctx *ctx);
 
 /* ---------------------------------------------------------------- streams, events, ranges */
 
+/* the stream every context has (id 0): where a method's compute runs */
 #define CPB_STREAM_COMPUTE 0
 #define CPB_MAX_STREAMS 16
 /* Stream by name, created on first use ("comm", "copy", "prefetch", ...). */
@@ -193,9 +194,22 @@ int cpb_sync(cpb_ctx *ctx);
 int cpb_stream_join(cpb_ctx *ctx, int waiter, int on);
 
 /* Named ranges (NVTX on cuda, op names in race reports and sim traces).
- * Name becomes "<outer>/<name>", e.g. "upipe/fwd/stage3/a2a". */
+ * Name becomes "<outer>/<name>", e.g. "upipe/fwd/stage3/a2a".  Methods use CPB_RANGE. */
 int cpb_range_push(cpb_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int cpb_range_pop(cpb_ctx *ctx);
+
+/* Run `call` (an expression that returns a status) inside the range named by the printf
+ * arguments that follow: push, run, pop even when the call failed, then return from the
+ * enclosing function with the first error, as CPB_TRY does.
+ *     CPB_RANGE(ctx, stage(ctx, L, t), "stage%d", t); */
+#define CPB_RANGE(ctx, call, ...)                                                          \
+    do {                                                                                   \
+        CPB_TRY(cpb_range_push((ctx), __VA_ARGS__));                                       \
+        int cpb_range_rc_ = (call);                                                        \
+        int cpb_range_pop_rc_ = cpb_range_pop(ctx);                                        \
+        CPB_TRY(cpb_range_rc_);                                                            \
+        CPB_TRY(cpb_range_pop_rc_);                                                        \
+    } while (0)
 
 /* ---------------------------------------------------------------- compute ops */
 

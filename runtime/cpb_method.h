@@ -2,7 +2,9 @@
  * pointers per method, one shared harness) and the layer it runs on.
  *
  * Adding a method: one folder methods/<name>/ defining `const cpb_method cpb_method_<name>`
- * and one line X(<name>) in methods/registry.def.
+ * and one line X(<name>) in methods/registry.def.  A method carries only its schedule: the
+ * harness allocates its state, names its forward and backward ranges and owns the layer's
+ * buffers; shared building blocks are in methods/common/.
  */
 #ifndef CPB_METHOD_H
 #define CPB_METHOD_H
@@ -49,10 +51,14 @@ typedef struct cpb_method {
     int (*token_layout)(const cpb_problem *p, int rank, cpb_segs *out);
     /* weight heads held by `rank`; NULL = every head (replicated weights) */
     int (*weight_shard)(const cpb_problem *p, int rank, cpb_shard *out);
-    /* forward: writes L->y, keeps what backward needs in *state (one malloc'd block,
-     * freed by the harness with free(); device buffers inside are the method's to free in
-     * backward — after an error the harness frees every live buffer of the trial). */
-    int (*forward)(cpb_ctx *ctx, cpb_layer *L, void **state);
+    /* bytes of what forward hands to backward: the harness gives forward a zeroed block of
+     * this size (NULL when 0) and frees it after backward; device buffers inside are the
+     * method's to free in backward (after an error the harness frees every live buffer of
+     * the trial) */
+    size_t state_size;
+    /* forward: writes L->y, keeps what backward needs in state.  The harness runs it in the
+     * range "<name>/fwd" (trial/fwd/<name>/fwd/...), backward in "<name>/bwd". */
+    int (*forward)(cpb_ctx *ctx, cpb_layer *L, void *state);
     /* backward: reads L->dy and state, writes L->dx and the dW partials, frees the saved
      * buffers */
     int (*backward)(cpb_ctx *ctx, cpb_layer *L, void *state);

@@ -112,8 +112,6 @@ int cpb_grid_to_a2a(cpb_ctx *ctx, int st, const cpb_grid *g, int64_t row_elems, 
 int cpb_grid_a2a(cpb_ctx *ctx, int st, const cpb_grid *g, cpb_buf *send, int64_t send_off, cpb_buf *recv,
                  int64_t recv_off, int64_t n)
 {
-    CPB_TRY(cpb_range_push(ctx, "a2a"));
-    int rc = cpb_all_to_all(ctx, st, g->uly, cpb_span(send, send_off, n), cpb_span(recv, recv_off, n));
-    int rc2 = cpb_range_pop(ctx);
-    return rc != CPB_OK ? rc : rc2;
+    CPB_RANGE(ctx, cpb_all_to_all(ctx, st, g->uly, cpb_span(send, send_off, n), cpb_span(recv, recv_off, n)), "a2a");
+    return CPB_OK;
 }

@@ -91,6 +91,7 @@ const cpb_method cpb_method_fpdt = {
     .check = fpdt_check,
     .token_layout = fpdt_token_layout,
     .weight_shard = NULL,
+    .state_size = sizeof(fpdt_state),
     .forward = fpdt_forward,
     .backward = fpdt_backward,
 };

@@ -8,6 +8,7 @@ const cpb_method cpb_method_hupipe = {
     .check = hupipe_check,
     .token_layout = cpb_grid_layout,
     .weight_shard = NULL,
+    .state_size = sizeof(hupipe_state),
     .forward = hupipe_forward,
     .backward = hupipe_backward,
 };

@@ -2,7 +2,6 @@
  * shared by forward and backward (see hupipe.h). */
 #include "hupipe/hupipe.h"
 
-#define ST CPB_STREAM_COMPUTE
 
 int hupipe_check(const cpb_problem *p, char *why, size_t why_len)
 {
@@ -37,17 +36,22 @@ cpb_view hupipe_lse(const hupipe_plan *pl, cpb_buf *lse, int t)
     return cpb_lse_view(lse, cc, (int64_t)t * pl->st.m, pl->st.m, 0, cc);
 }
 
-int hupipe_project(cpb_ctx *ctx, const hupipe_plan *pl, const char *what, const cpb_a2a_map *m, cpb_buf *w,
-                   int w_heads, int rope, cpb_buf *send, cpb_buf *recv, cpb_buf *dst, int64_t dst_off)
+static int project(cpb_ctx *ctx, const hupipe_plan *pl, const cpb_a2a_map *m, cpb_buf *w, int w_heads, int rope,
+                   cpb_buf *send, cpb_buf *recv, cpb_buf *dst, int64_t dst_off)
 {
     const usp_shape *sh = &pl->sh;
     cpb_a2a_seq sq = sh->seq;
     if (!rope) sq.rope_base = 0;
-    CPB_TRY(cpb_range_push(ctx, "%s", what));
-    CPB_TRY(cpb_a2a_project(ctx, ST, m, &sq, w, w_heads, send));
-    CPB_TRY(cpb_grid_a2a(ctx, ST, &sh->g, send, 0, recv, 0, cpb_a2a_elems(m, sh->s, sh->d)));
-    CPB_TRY(cpb_grid_to_ring(ctx, ST, &sh->g, (int64_t)m->n * sh->d, recv, 0, dst, dst_off));
-    return cpb_range_pop(ctx);
+    CPB_TRY(cpb_a2a_project(ctx, CPB_STREAM_COMPUTE, m, &sq, w, w_heads, send));
+    CPB_TRY(cpb_grid_a2a(ctx, CPB_STREAM_COMPUTE, &sh->g, send, 0, recv, 0, cpb_a2a_elems(m, sh->s, sh->d)));
+    return cpb_grid_to_ring(ctx, CPB_STREAM_COMPUTE, &sh->g, (int64_t)m->n * sh->d, recv, 0, dst, dst_off);
+}
+
+int hupipe_project(cpb_ctx *ctx, const hupipe_plan *pl, const char *what, const cpb_a2a_map *m, cpb_buf *w,
+                   int w_heads, int rope, cpb_buf *send, cpb_buf *recv, cpb_buf *dst, int64_t dst_off)
+{
+    CPB_RANGE(ctx, project(ctx, pl, m, w, w_heads, rope, send, recv, dst, dst_off), "%s", what);
+    return CPB_OK;
 }
 
 /* V first: projected into tmp, received in kv's K half (free until K comes) and permuted

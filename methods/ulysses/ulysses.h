@@ -47,14 +47,6 @@ int cpb_uly_shape_of(const cpb_layer *L, cpb_uly_shape *u);
 int cpb_uly_forward(cpb_ctx *ctx, cpb_layer *L, const cpb_uly_shape *u, const cpb_uly_hooks *hooks,
                     cpb_uly_saved *sv);
 
-/* zero the dW partials (backward overwrites them; its GEMMs accumulate in fp32) */
-int cpb_uly_zero_dw(cpb_ctx *ctx, cpb_layer *L);
-/* dx accumulates over q, k, v and over the stages / head groups: in fp32, so the error of
- * a bf16 run does not grow with their number.  The accumulator is L->dx itself when the
- * storage is fp32, else a new fp32 buffer [s][D]; dx_end writes L->dx and frees it. */
-int cpb_uly_dx_begin(cpb_ctx *ctx, cpb_layer *L, cpb_buf **dx32);
-int cpb_uly_dx_end(cpb_ctx *ctx, cpb_layer *L, cpb_buf **dx32);
-
 #ifdef __cplusplus
 }
 #endif

@@ -8,6 +8,7 @@ const cpb_method cpb_method_upipe = {
     .check = upipe_check,
     .token_layout = cpb_layout_contiguous,
     .weight_shard = NULL,
+    .state_size = sizeof(upipe_state),
     .forward = upipe_forward,
     .backward = upipe_backward,
 };

@@ -29,7 +29,7 @@ void upipe_stage_maps(const upipe_plan *pl, int t, cpb_a2a_map *q, cpb_a2a_map *
 /* 1 when stage t works on other kv heads than stage t-1 (always for t == 0) */
 int upipe_kv_changes(const upipe_plan *pl, int t);
 
-int upipe_forward(cpb_ctx *ctx, cpb_layer *L, void **state);
+int upipe_forward(cpb_ctx *ctx, cpb_layer *L, void *state);
 int upipe_backward(cpb_ctx *ctx, cpb_layer *L, void *state);
 
 /* what forward saves: o before Wo [s][H*d] (sequence-sharded) and lse [H/C][S], the

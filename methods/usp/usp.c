@@ -48,6 +48,7 @@ const cpb_method cpb_method_usp = {
     .check = usp_check,
     .token_layout = cpb_grid_layout,
     .weight_shard = NULL,
+    .state_size = sizeof(usp_state),
     .forward = usp_forward,
     .backward = usp_backward,
 };

@@ -101,16 +101,14 @@ static int toy_layout(const cpb_problem *p, int rank, cpb_segs *out)
     return cpb_layout_contiguous(p, rank, out);
 }
 
-static int toy_forward(cpb_ctx *ctx, cpb_layer *L, void **state)
+static int toy_forward(cpb_ctx *ctx, cpb_layer *L, void *state)
 {
     cpb_buf *saved;
     int64_t n = L->s * L->p.D * (toy_asym ? 1 + cpb_rank(ctx) : 1);
     CPB_TRY(cpb_alloc(ctx, &saved, n, CPB_BF16, CPB_TAG_SAVED, "saved"));
     CPB_TRY(cpb_copy(ctx, CPB_STREAM_COMPUTE, cpb_span(saved, 0, L->s * L->p.D), cpb_whole(L->x)));
     CPB_TRY(cpb_copy(ctx, CPB_STREAM_COMPUTE, cpb_whole(L->y), cpb_whole(L->x)));
-    *state = malloc(sizeof(cpb_buf *));
-    if (!*state) return cpb_fail(ctx, CPB_ERR_NOMEM_HOST, "toy: state");
-    *(cpb_buf **)*state = saved;
+    *(cpb_buf **)state = saved;
     return CPB_OK;
 }
 
@@ -121,7 +119,8 @@ static int toy_backward(cpb_ctx *ctx, cpb_layer *L, void *state)
     return cpb_free(ctx, CPB_STREAM_COMPUTE, &saved);
 }
 
-static const cpb_method toy = {"toy", "test method", toy_check, toy_layout, NULL, toy_forward, toy_backward};
+static const cpb_method toy = {"toy", "test method", toy_check, toy_layout, NULL, sizeof(cpb_buf *), toy_forward,
+                               toy_backward};
 
 static cpb_problem toy_problem(int C, int64_t S)
 {
