@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "knobs.h"
+
 #define RUNS "/runs"
 #define SESSIONS "/sessions"
 #define ATTR_SCHEMA "cpbench_schema"
@@ -22,17 +24,23 @@ struct cpb_results {
     char path[1024];
 };
 
-static const char *const column_names[] = {
-#define CN_S(name, len, doc) #name,
-#define CN_1(name, doc) #name,
-#define CN_A(name, n, doc) #name,
+/* the columns: row.h's, then one per knob (knobs.h) */
+const char *const *cpb_results_column_names(void)
+{
+    static const char *names[128];
+    if (names[0]) return names;
+    int n = 0;
+#define CN_S(name, len, doc) names[n++] = #name;
+#define CN_1(name, doc) names[n++] = #name;
+#define CN_A(name, k, doc) names[n++] = #name;
     CPB_ROW_COLUMNS(CN_S, CN_1, CN_1, CN_1, CN_A)
 #undef CN_S
 #undef CN_1
 #undef CN_A
-    NULL};
-
-const char *const *cpb_results_column_names(void) { return column_names; }
+    for (int i = 0; i < cpb_knob_count() && n < 127; i++) names[n++] = cpb_knob_at(i)->name;
+    names[n] = NULL;
+    return names;
+}
 
 /* ---------------------------------------------------------------- errors */
 
@@ -98,7 +106,10 @@ static void insert_arr(hid_t ct, const char *name, size_t off, hsize_t n)
     H5Tclose(t);
 }
 
-static hid_t runs_mem_type(void)
+/* The /runs compound type in memory (on_disk 0: cpb_row's layout) or in the file (on_disk
+ * 1: packed, integer knobs as int32).  Knob columns are named after their knob, so the
+ * file reads back by name whatever the order of the knob list. */
+static hid_t runs_type(int on_disk)
 {
     hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(cpb_row));
 #define T_S(name, len, doc) insert_str(t, #name, HOFFSET(cpb_row, name), len);
@@ -112,7 +123,21 @@ static hid_t runs_mem_type(void)
 #undef T_L
 #undef T_F
 #undef T_A
+    for (int i = 0; i < cpb_knob_count(); i++) {
+        const cpb_knob *k = cpb_knob_at(i);
+        if (k->type == CPB_KNOB_CHOICE)
+            insert_str(t, k->name, HOFFSET(cpb_row, knobs.s) + (size_t)i * CPB_KNOB_LEN, CPB_KNOB_LEN);
+        else
+            H5Tinsert(t, k->name, HOFFSET(cpb_row, knobs.i) + (size_t)i * sizeof(int64_t),
+                      on_disk && k->type == CPB_KNOB_INT ? H5T_NATIVE_INT32 : H5T_NATIVE_INT64);
+    }
+    if (on_disk) H5Tpack(t);
     return t;
+}
+
+static hid_t runs_mem_type(void)
+{
+    return runs_type(0);
 }
 
 static hid_t sessions_mem_type(void)
@@ -222,13 +247,19 @@ static int write_file_attrs(hid_t file, hid_t runs, const cpb_provenance *p)
 
 /* ---------------------------------------------------------------- open / create */
 
-static hid_t create_table(hid_t file, const char *name, hid_t mem, hsize_t chunk)
+/* the on-disk layout of a table of memory type mem */
+static hid_t file_type(hid_t mem, int runs)
+{
+    return runs ? runs_type(1) : packed(mem);
+}
+
+static hid_t create_table(hid_t file, const char *name, hid_t mem, int runs, hsize_t chunk)
 {
     hsize_t dims = 0, maxdims = H5S_UNLIMITED;
     hid_t sp = H5Screate_simple(1, &dims, &maxdims);
     hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
     H5Pset_chunk(dcpl, 1, &chunk);
-    hid_t ft = packed(mem);
+    hid_t ft = file_type(mem, runs);
     hid_t d = H5Dcreate2(file, name, ft, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     H5Tclose(ft);
     H5Pclose(dcpl);
@@ -237,12 +268,12 @@ static hid_t create_table(hid_t file, const char *name, hid_t mem, hsize_t chunk
 }
 
 /* 0 when the dataset exists and its stored type is exactly our layout */
-static int table_matches(hid_t file, const char *name, hid_t mem)
+static int table_matches(hid_t file, const char *name, hid_t mem, int runs)
 {
     if (H5Lexists(file, name, H5P_DEFAULT) <= 0) return -1;
     hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
     if (d < 0) return -1;
-    hid_t ft = H5Dget_type(d), want = packed(mem);
+    hid_t ft = H5Dget_type(d), want = file_type(mem, runs);
     int ok = H5Tequal(ft, want) > 0;
     H5Tclose(want);
     H5Tclose(ft);
@@ -279,7 +310,7 @@ static int validate_existing(const char *path, hid_t runs_mem, hid_t sess_mem, c
                   "%d; it was left untouched. Write to a new file (rows of both versions can be "
                   "read together by paper/make_figures.py)",
                   path, version, CPB_RESULTS_SCHEMA_VERSION);
-    } else if (table_matches(f, RUNS, runs_mem) != 0 || table_matches(f, SESSIONS, sess_mem) != 0) {
+    } else if (table_matches(f, RUNS, runs_mem, 1) != 0 || table_matches(f, SESSIONS, sess_mem, 0) != 0) {
         rc = fail(err, len,
                   "%s says it is cpbench schema %d but its %s or %s table has another layout; it "
                   "was left untouched. Write to a new file",
@@ -358,8 +389,8 @@ int cpb_results_open(const char *path, const cpb_provenance *prov, cpb_results *
             rc = fail(err, err_len, "cannot create %s (does its directory exist and is it "
                                     "writable?)", path);
         } else {
-            r->runs = create_table(r->file, RUNS, r->runs_mem, RUNS_CHUNK);
-            r->sessions = create_table(r->file, SESSIONS, r->sessions_mem, 8);
+            r->runs = create_table(r->file, RUNS, r->runs_mem, 1, RUNS_CHUNK);
+            r->sessions = create_table(r->file, SESSIONS, r->sessions_mem, 0, 8);
             if (r->runs < 0 || r->sessions < 0 || write_file_attrs(r->file, r->runs, prov) != 0)
                 rc = fail(err, err_len, "cannot create the tables of %s", path);
         }

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "knobs.h"
+
 void cpb_row_set_str(char *dst, size_t len, const char *s)
 {
     if (len == 0) return;
@@ -33,12 +35,27 @@ void cpb_row_point(cpb_row *r, const cpb_method *m, const cpb_problem *p, const 
     r->heads = p->H;
     r->kv_heads = p->G;
     r->head_dim = p->d;
-    /* options as asked (0 = the method's default), so that a sweep finds the point again
-     * in the file whatever default the method resolves it to */
-    r->head_chunk = p->head_chunk;
-    r->seq_chunk = p->seq_chunk;
-    r->offload_group = p->offload_group;
-    r->ulysses_degree = p->ulysses_degree;
+    /* the method's knobs as asked (0 = the method's default), so that a sweep finds the
+     * point again in the file whatever default the method resolves it to */
+    for (int i = 0; i < cpb_knob_count(); i++) {
+        const cpb_knob *k = cpb_knob_of(m, cpb_knob_at(i)->name);
+        const cpb_knob_value *v = k ? cpb_knobs_find(&p->knobs, k->name) : NULL;
+        if (!v) continue;
+        if (k->type == CPB_KNOB_CHOICE) CPB_ROW_SET(r, knobs.s[i], v->s);
+        else r->knobs.i[i] = v->i;
+    }
+}
+
+int64_t cpb_row_knob_int(const cpb_row *r, const char *name)
+{
+    int i = cpb_knob_index(name);
+    return i < 0 ? 0 : r->knobs.i[i];
+}
+
+const char *cpb_row_knob_str(const cpb_row *r, const char *name)
+{
+    int i = cpb_knob_index(name);
+    return i < 0 ? "" : r->knobs.s[i];
 }
 
 const char *cpb_row_status_name(int code)
@@ -85,14 +102,21 @@ void cpb_row_rates(cpb_row *r, double flops)
     r->tflops_per_gpu = flops / r->world_size / r->step_s / 1e12;
 }
 
+static int same_choices(const cpb_row *a, const cpb_row *b)
+{
+    for (int i = 0; i < CPB_MAX_KNOBS; i++)
+        if (strcmp(a->knobs.s[i], b->knobs.s[i]) != 0) return 0;
+    return 1;
+}
+
 int cpb_row_same_point(const cpb_row *a, const cpb_row *b)
 {
 #define SAME_S(f) (strcmp(a->f, b->f) == 0)
 #define SAME(f) (a->f == b->f)
     return SAME_S(method) && SAME_S(model) && SAME_S(backend) && SAME_S(scope) && SAME_S(dtype) &&
            (!a->gpu[0] || !b->gpu[0] || SAME_S(gpu)) && SAME(world_size) && SAME(seq_len) &&
-           SAME(hidden) && SAME(heads) && SAME(kv_heads) && SAME(head_dim) && SAME(head_chunk) &&
-           SAME(seq_chunk) && SAME(offload_group) && SAME(ulysses_degree);
+           SAME(hidden) && SAME(heads) && SAME(kv_heads) && SAME(head_dim) &&
+           memcmp(a->knobs.i, b->knobs.i, sizeof a->knobs.i) == 0 && same_choices(a, b);
 #undef SAME_S
 #undef SAME
 }

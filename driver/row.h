@@ -23,7 +23,10 @@ extern "C" {
  * cannot disagree.
  *   S(name, len, doc)  fixed-length NUL-terminated string of len bytes
  *   I(name, doc)       int32      L(name, doc) int64      F(name, doc) float64
- *   A(name, n, doc)    int64[n] array */
+ *   A(name, n, doc)    int64[n] array
+ * After them come the knob columns, one per knob of knobs.h (head_chunk, seq_chunk, ...):
+ * int32 (integer knobs), int64 (token counts) or a string (choices), named after the knob;
+ * a knob the row's method does not have is 0 or "". */
 #define CPB_ROW_COLUMNS(S, I, L, F, A)                                                         \
     I(session, "index into /sessions: the process that wrote the row")                      \
     S(timestamp, 32, "UTC time the row was written, ISO 8601")                               \
@@ -41,10 +44,6 @@ extern "C" {
     I(heads, "H, query heads")                                                               \
     I(kv_heads, "G, key/value heads")                                                        \
     I(head_dim, "d")                                                                         \
-    I(head_chunk, "upipe: query heads per stage (0 = method default)")                       \
-    L(seq_chunk, "fpdt: global tokens per chunk (0 = method default)")                       \
-    I(offload_group, "offload: heads per backward group (0 = default)")                      \
-    I(ulysses_degree, "usp / hybrid: Ulysses group size (0 = default)")                      \
     L(seed, "input seed (every method at a point gets the same inputs)")                     \
     I(warmup, "untimed warm-up steps")                                                       \
     I(iters, "timed steps (step time = median of the slowest rank)")                         \
@@ -75,6 +74,12 @@ typedef struct cpb_row_phase {
     int64_t tag_peak[CPB_TAG_COUNT];  /* per-tag high-water during the phase */
 } cpb_row_phase;
 
+/* the knob columns, by the knob's index in knobs.h (i for integers, s for choices) */
+typedef struct cpb_row_knobs {
+    int64_t i[CPB_MAX_KNOBS];
+    char s[CPB_MAX_KNOBS][CPB_KNOB_LEN];
+} cpb_row_knobs;
+
 typedef struct cpb_row {
 #define CPB_RCOL_S_(name, len, doc) char name[len];
 #define CPB_RCOL_I_(name, doc) int32_t name;
@@ -87,6 +92,7 @@ typedef struct cpb_row {
 #undef CPB_RCOL_L_
 #undef CPB_RCOL_F_
 #undef CPB_RCOL_A_
+    cpb_row_knobs knobs;
     /* ---- details: printed and used by the runners, not stored */
     int code;                        /* cpb_status of the trial (the status column's source) */
     int worst_rank;                  /* the rank whose memory the row reports */
@@ -111,6 +117,10 @@ void cpb_row_set_str(char *dst, size_t len, const char *s);
 void cpb_row_point(cpb_row *r, const cpb_method *m, const cpb_problem *p, const char *backend,
                    const char *gpu, const char *scope);
 
+/* a knob column of the row (0 / "" when the row's method has no such knob) */
+int64_t cpb_row_knob_int(const cpb_row *r, const char *name);
+const char *cpb_row_knob_str(const cpb_row *r, const char *name);
+
 /* the status column of a cpb_status: "ok", "oom", "skipped" (the method refused the shape)
  * or "error" */
 const char *cpb_row_status_name(int code);
@@ -127,9 +137,10 @@ void cpb_layer_model_flops(const cpb_problem *p, double *fwd, double *bwd);
  * step (the layer's, or the whole model's for scope model); zero when step_s is not > 0. */
 void cpb_row_rates(cpb_row *r, double flops);
 
-/* 1 when rows a and b describe the same trial: method, model, backend, gpu, scope, dtype,
- * world size, sequence length, shape and method options (an interrupted sweep skips such
- * points).  `gpu` is compared only when both rows name one. */
+/* The point key, the one place it is defined: 1 when rows a and b describe the same trial:
+ * method, model, backend, gpu, scope, dtype, world size, sequence length, shape and every
+ * knob column (an interrupted sweep skips such points).  `gpu` is compared only when both
+ * rows name one. */
 int cpb_row_same_point(const cpb_row *a, const cpb_row *b);
 
 #ifdef __cplusplus

@@ -215,9 +215,12 @@ int64_t cpb_sweep_granule(const cpb_method *m, const cpb_problem *p, int64_t lo,
     int64_t cand[80];
     int n = 0;
     for (int64_t g = C; g <= ((int64_t)1 << 40) && n < 64; g *= 2) cand[n++] = g;
-    if (p->seq_chunk > 0) {
-        cand[n++] = p->seq_chunk;
-        cand[n++] = p->seq_chunk / gcd64(p->seq_chunk, 2 * C) * 2 * C; /* lcm(chunk, 2C) */
+    /* the method's token-count knobs (fpdt's chunk): lengths may need to be multiples */
+    for (const cpb_knob *k = m->knobs; k && k->name && n < 78; k++) {
+        int64_t t = k->type == CPB_KNOB_TOKENS ? cpb_knob_int(p, k->name) : 0;
+        if (t <= 0) continue;
+        cand[n++] = t;
+        cand[n++] = t / gcd64(t, 2 * C) * 2 * C; /* lcm(t, 2C) */
     }
     qsort(cand, (size_t)n, sizeof *cand, cmp_i64);
     for (int i = 0; i < n; i++)

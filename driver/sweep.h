@@ -72,7 +72,8 @@ void cpb_sweep_report(cpb_sweep_state *st, int64_t S, cpb_point_status s);
 /* An upper bound on the points still to run (for the time-left estimate). */
 int cpb_sweep_points_left(const cpb_sweep_state *st);
 
-/* The smallest granule g (from C, 2C, 4C, ... and the problem's seq_chunk) such that the
+/* The smallest granule g (from C, 2C, 4C, ... and the method's token-count knobs, e.g.
+ * fpdt's seq_chunk) such that the
  * method's check() accepts odd multiples of g near both ends of the sweep, `lo` and `hi`
  * tokens (a method may accept short lengths a long one would need rounded: fpdt takes
  * S < chunk as one chunk); C when none is accepted (the trials then record the method's

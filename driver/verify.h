@@ -66,7 +66,8 @@ typedef struct cpb_verify_opts {
     const cpb_method *methods[CPB_VERIFY_MAX_METHODS];
     int n_methods;
     int all;                       /* --method all: a refusal skips the method */
-    cpb_problem p;                 /* the problem on the world's ranks */
+    cpb_problem p;                 /* the problem on the world's ranks, without knobs */
+    cpb_knobs knobs;               /* the method options given: each method takes its own */
     uint64_t seed;
     const char *dump;              /* --dump FILE.h5 (per method FILE.<method>.h5 when several) */
     int expect_refuse;             /* a refusal passes, an acceptance fails */

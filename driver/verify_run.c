@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cpb_reference.h"
+#include "knobs.h"
 #include "ranks.h"
 #include "verify.h"
 #include "verify_inputs.h"
@@ -239,18 +240,26 @@ static int reference(const cpb_problem *p, const cpb_host_inputs *in, cpb_verify
     return cpb_reference_layer(p, &ri, &ro, msg, len);
 }
 
+/* method m's problem: o's with m's knobs; CPB_ERR_INVALID with the reason in why */
+static int method_problem(const cpb_verify_opts *o, const cpb_method *m, cpb_problem *q, char *why, size_t len)
+{
+    *q = o->p;
+    CPB_TRY(cpb_knobs_apply(m, &o->knobs, q, why, len));
+    return m->check ? m->check(q, why, len) : CPB_OK;
+}
+
 /* Which methods run: check() is a pure function of the problem, so every rank decides the
  * same; rank 0 reports refusals (skipped under --method all, a pass under --expect-refuse)
  * and acceptances under --expect-refuse (a failure).  Returns how many run. */
-static int select_methods(const cpb_verify_opts *a, const cpb_problem *p, const char *label, int *runs,
-                          int *failed, int *refused_hard)
+static int select_methods(const cpb_verify_opts *a, const char *label, int *runs, int *failed, int *refused_hard)
 {
     const int rank = cpb_ranks_rank(), all = a->all;
     int n_run = 0;
     for (int i = 0; i < a->n_methods; i++) {
         const cpb_method *m = a->methods[i];
         char why[1024] = "";
-        int refused = m->check && m->check(p, why, sizeof why) != CPB_OK;
+        cpb_problem q;
+        int refused = method_problem(a, m, &q, why, sizeof why) != CPB_OK;
         runs[i] = !refused && !a->expect_refuse;
         n_run += runs[i];
         if (!refused && a->expect_refuse) *failed = 1;
@@ -284,7 +293,7 @@ int cpb_verify_invocation(const cpb_verify_opts *a, const char *label)
         fflush(stdout);
     }
     int runs[CPB_VERIFY_MAX_METHODS], failed = 0, refused_hard = 0;
-    int n_run = select_methods(a, &p, label, runs, &failed, &refused_hard);
+    int n_run = select_methods(a, label, runs, &failed, &refused_hard);
     if (a->all && !a->expect_refuse && n_run == 0) {
         if (rank == 0) report_error(label, "no method accepts this shape");
         return 2;
@@ -305,9 +314,12 @@ int cpb_verify_invocation(const cpb_verify_opts *a, const char *label)
         cpb_verify_results_free(&ref);
         return rc == CPB_ERR_INVALID ? 2 : 1;
     }
-    shared_case sc = {a, &p, &in, &ref, label, n_run};
     for (int i = 0; i < a->n_methods; i++) {
         if (!runs[i]) continue;
+        cpb_problem q;
+        char why[1024];
+        method_problem(a, a->methods[i], &q, why, sizeof why); /* accepted by select_methods */
+        shared_case sc = {a, &q, &in, &ref, label, n_run};
         double err;
         cpb_verdict v = run_method(&sc, a->methods[i], &err);
         if (v != CPB_VERDICT_PASS) failed = 1;

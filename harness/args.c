@@ -50,10 +50,6 @@ static const opt_def opts[] = {
     {"--seq", OPT_SIZE, F(seq), 0, NULL, "S", "global sequence length (128K = 131072)"},
     {"--dtype", OPT_DTYPE, F(dtype), 0, NULL, "fp32|bf16", "storage dtype (default bf16)"},
     {"--seed", OPT_UINT64, F(seed), 0, NULL, "N", "input seed (default 1)"},
-    {"--head-chunk", OPT_INT, F(head_chunk), 0, NULL, "U", "upipe: query heads per stage"},
-    {"--seq-chunk", OPT_SIZE, F(seq_chunk), 0, NULL, "N", "fpdt: global tokens per chunk"},
-    {"--offload-group", OPT_INT, F(offload_group), 0, NULL, "N", "offload: heads per backward group"},
-    {"--ulysses-degree", OPT_INT, F(ulysses_degree), 0, NULL, "N", "usp/hybrid: Ulysses group size"},
     {"--backend", OPT_BACKEND, F(backend), CAP(backend), NULL, "cpu|sim|cuda", "backend (default cpu)"},
     {"--gpus", OPT_INT, F(gpus), 0, NULL, "N", "simulated world size"},
     {"--gpus-per-node", OPT_INT, F(gpus_per_node), 0, NULL, "N", "GPUs per node (default 8)"},
@@ -92,38 +88,6 @@ void cpb_args_defaults(cpb_args *a)
     a->iters = 3;
     a->profile_iter = -1;
     a->factor = 2.0;
-}
-
-int cpb_parse_size(const char *s, int64_t *out)
-{
-    if (!s || !*s || *s == '-' || *s == '+') return -1;
-    size_t n = strlen(s);
-    int64_t mult = 1;
-    switch (s[n - 1]) {
-    case 'K': case 'k': mult = 1024; n--; break;
-    case 'M': case 'm': mult = 1024 * 1024; n--; break;
-    case 'G': case 'g': mult = 1024 * 1024 * 1024; n--; break;
-    default: break;
-    }
-    if (n == 0 || n > 40) return -1;
-    char num[48];
-    memcpy(num, s, n);
-    num[n] = 0;
-    if (strspn(num, "0123456789") == n) {
-        /* plain integer: exact, no floating point */
-        errno = 0;
-        char *end;
-        unsigned long long v = strtoull(num, &end, 10);
-        if (errno || *end || v > (unsigned long long)(INT64_MAX / mult)) return -1;
-        *out = (int64_t)v * mult;
-        return 0;
-    }
-    if (strspn(num, "0123456789.") != n || strchr(num, '.') != strrchr(num, '.')) return -1;
-    char *end;
-    double v = strtod(num, &end) * (double)mult;
-    if (*end || !(v >= 0) || v > 9.0e18 || v != floor(v)) return -1;
-    *out = (int64_t)v;
-    return 0;
 }
 
 static int parse_int(const char *s, int allow_zero, int *out)
@@ -307,6 +271,17 @@ static int parse_value(const opt_def *o, const char *v, cpb_args *a, char *err, 
     return 0;
 }
 
+/* the knob whose option is `name` ("--head-chunk"), NULL when none is */
+static const cpb_knob *knob_named(const char *name)
+{
+    for (int i = 0; i < cpb_knob_count(); i++) {
+        char opt[64];
+        cpb_knob_option(cpb_knob_at(i), opt, sizeof opt);
+        if (strcmp(opt, name) == 0) return cpb_knob_at(i);
+    }
+    return NULL;
+}
+
 int cpb_args_parse(int argc, char **argv, cpb_args *a, char *err, size_t err_len)
 {
     for (int i = 0; i < argc; i++) {
@@ -325,6 +300,16 @@ int cpb_args_parse(int argc, char **argv, cpb_args *a, char *err, size_t err_len
         const opt_def *o = NULL;
         for (int k = 0; k < NOPTS; k++)
             if (strcmp(opts[k].name, name) == 0) o = &opts[k];
+        const cpb_knob *knob = o ? NULL : knob_named(name);
+        if (knob) { /* a method option, from the methods' tables */
+            const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!v) {
+                snprintf(err, err_len, "%s: missing value (expected %s)", name, knob->arg ? knob->arg : "a value");
+                return CPB_ERR_INVALID;
+            }
+            if (cpb_knob_parse(knob, v, &a->knobs, err, err_len) != CPB_OK) return CPB_ERR_INVALID;
+            continue;
+        }
         if (!o) {
             if (strncmp(arg, "-", 1) == 0)
                 snprintf(err, err_len, "unknown option '%s'; `cpbench --help` lists the options", name);
@@ -409,7 +394,7 @@ void cpb_args_runner_opts(const cpb_args *a, const cpb_backend *be, const char *
     o->opts = opts;
 }
 
-int cpb_args_problem(const cpb_args *a, int C, cpb_problem *p, char *err, size_t err_len)
+int cpb_args_problem(const cpb_args *a, const cpb_method *m, int C, cpb_problem *p, char *err, size_t err_len)
 {
     memset(p, 0, sizeof *p);
     if (!a->model[0]) {
@@ -429,10 +414,6 @@ int cpb_args_problem(const cpb_args *a, int C, cpb_problem *p, char *err, size_t
     p->S = a->seq;
     p->C = C;
     p->dtype = a->dtype;
-    p->head_chunk = a->head_chunk;
-    p->seq_chunk = a->seq_chunk;
-    p->offload_group = a->offload_group;
-    p->ulysses_degree = a->ulysses_degree;
     if (p->S <= 0) {
         snprintf(err, err_len, "--seq is required: the global sequence length, e.g. --seq 128K");
         return CPB_ERR_INVALID;
@@ -464,24 +445,7 @@ int cpb_args_problem(const cpb_args *a, int C, cpb_problem *p, char *err, size_t
                  (long long)p->S, C, C);
         return CPB_ERR_INVALID;
     }
-    if (p->seq_chunk && (p->seq_chunk % C || p->S % p->seq_chunk)) {
-        snprintf(err, err_len, "--seq-chunk %lld must divide --seq %lld and be a multiple of the %d ranks",
-                 (long long)p->seq_chunk, (long long)p->S, C);
-        return CPB_ERR_INVALID;
-    }
-    if (p->head_chunk && p->H % p->head_chunk) {
-        snprintf(err, err_len, "--head-chunk %d must divide the %d query heads", p->head_chunk, p->H);
-        return CPB_ERR_INVALID;
-    }
-    if (p->offload_group && p->offload_group > p->H) {
-        snprintf(err, err_len, "--offload-group %d is more than the %d query heads", p->offload_group, p->H);
-        return CPB_ERR_INVALID;
-    }
-    if (p->ulysses_degree && C % p->ulysses_degree) {
-        snprintf(err, err_len, "--ulysses-degree %d must divide the %d ranks", p->ulysses_degree, C);
-        return CPB_ERR_INVALID;
-    }
-    return CPB_OK;
+    return m ? cpb_knobs_apply(m, &a->knobs, p, err, err_len) : CPB_OK;
 }
 
 int cpb_args_methods(const cpb_args *a, const cpb_method **out, int max, char *err, size_t err_len)
@@ -529,5 +493,20 @@ void cpb_args_usage(FILE *f)
         snprintf(left, sizeof left, "%s%s%s", opts[k].name, opts[k].arg ? " " : "",
                  opts[k].arg ? opts[k].arg : "");
         fprintf(f, "  %-28s %s\n", left, opts[k].help);
+    }
+    fprintf(f, "Method options (each method takes its own; see `cpbench list`):\n");
+    for (int i = 0; i < cpb_knob_count(); i++) {
+        const cpb_knob *k = cpb_knob_at(i);
+        char left[64], who[256] = "";
+        cpb_knob_option(k, left, sizeof left);
+        size_t n = strlen(left);
+        snprintf(left + n, sizeof left - n, " %s", k->arg ? k->arg : "V");
+        for (int j = 0, w = 0; j < cpb_method_count(); j++)
+            for (const cpb_knob *mk = cpb_method_at(j)->knobs; mk && mk->name; mk++)
+                if (strcmp(mk->name, k->name) == 0) {
+                    size_t l = strlen(who);
+                    snprintf(who + l, sizeof who - l, "%s%s", w++ ? ", " : "", cpb_method_at(j)->name);
+                }
+        fprintf(f, "  %-28s %s: %s\n", left, who[0] ? who : "every point", k->help ? k->help : "");
     }
 }

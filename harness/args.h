@@ -10,6 +10,7 @@
 #include "cpb.h"
 #include "cpb_backend.h"
 #include "cpb_method.h"
+#include "knobs.h"
 #include "point.h"
 #include "sim_layer.h"
 
@@ -30,11 +31,9 @@ typedef struct cpb_args {
     int64_t seq;             /* --seq (global tokens); 0 = not given */
     cpb_dtype dtype;         /* --dtype fp32|bf16 (default bf16) */
     uint64_t seed;           /* --seed (default 1) */
-    /* method options (0 = the method's default) */
-    int head_chunk;          /* --head-chunk U (upipe) */
-    int64_t seq_chunk;       /* --seq-chunk N (fpdt; global tokens) */
-    int offload_group;       /* --offload-group N (offload) */
-    int ulysses_degree;      /* --ulysses-degree N (usp, hybrid upipe) */
+    /* method options as given (--head-chunk 8, ...: the knobs of the method tables,
+     * knobs.h); each method takes its own, the rest keep their defaults */
+    cpb_knobs knobs;
     /* where it runs */
     char backend[8];         /* --backend cpu|sim|cuda (default cpu) */
     int gpus;                /* --gpus N (sim world size; 0 = not given) */
@@ -73,14 +72,12 @@ void cpb_args_defaults(cpb_args *a);
  * CPB_OK or CPB_ERR_INVALID with a message in err. */
 int cpb_args_parse(int argc, char **argv, cpb_args *a, char *err, size_t err_len);
 
-/* A size: a non-negative integer with an optional binary suffix K, M, G (or k, m, g):
- * "131072", "128K", "1.5M" (must come out integral).  Returns 0, or -1 if malformed. */
-int cpb_parse_size(const char *s, int64_t *out);
 
-/* Build the problem for world size C: preset (--model) + overrides + sequence + dtype +
- * method options, with basic validation (H % G, S % C, even head dim, ...).  Returns
+/* Build the problem of method m for world size C: preset (--model) + overrides + sequence +
+ * dtype + m's knobs (the given ones, else their defaults; cpb_knobs_apply), with basic
+ * validation (H % G, S % C, even head dim, the knobs' checks).  m NULL: no knobs.  Returns
  * CPB_OK or CPB_ERR_INVALID with a message naming the option and the constraint. */
-int cpb_args_problem(const cpb_args *a, int C, cpb_problem *p, char *err, size_t err_len);
+int cpb_args_problem(const cpb_args *a, const cpb_method *m, int C, cpb_problem *p, char *err, size_t err_len);
 /* context options of a measured run (--mem-cap, --host-mem-cap, --comm, --no-race-check;
  * use_mpi is the driver's to set) */
 void cpb_args_ctx_opts(const cpb_args *a, cpb_ctx_opts *o);

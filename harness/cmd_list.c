@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "cpb_method.h"
 #include "cpb_presets.h"
+#include "knobs.h"
 #include "registry.h"
 
 static void backend_line(int i)
@@ -28,8 +29,19 @@ int cpb_cmd_list(const cpb_cli *c)
 {
     (void)c;
     printf("Methods:\n");
-    for (int i = 0; i < cpb_method_count(); i++)
-        printf("  %-10s %s\n", cpb_method_at(i)->name, cpb_method_at(i)->summary);
+    for (int i = 0; i < cpb_method_count(); i++) {
+        const cpb_method *m = cpb_method_at(i);
+        printf("  %-10s %s\n", m->name, m->summary);
+        if (m->knobs && m->knobs[0].name) {
+            printf("  %-10s options:", "");
+            for (const cpb_knob *k = m->knobs; k->name; k++) {
+                char opt[64];
+                cpb_knob_option(k, opt, sizeof opt);
+                printf(" %s %s", opt, k->arg ? k->arg : "V");
+            }
+            printf("\n");
+        }
+    }
     if (!cpb_method_count()) printf("  (none compiled in)\n");
     printf("\nModels (attention shapes; override with --hidden --heads --kv-heads --head-dim --rope-base):\n");
     printf("  %-11s %6s %4s %4s %4s %10s  %s\n", "preset", "D", "H", "G", "d", "rope base", "notes");

@@ -49,7 +49,7 @@ static int run(const cpb_cli *c, const cpb_method *m, cpb_runner *r)
     const int model = strcmp(a->scope, "model") == 0, rank0 = r->rank == 0;
     char err[1024];
     cpb_problem p;
-    if (cpb_args_problem(a, r->C, &p, err, sizeof err) != CPB_OK) {
+    if (cpb_args_problem(a, m, r->C, &p, err, sizeof err) != CPB_OK) {
         if (rank0) fprintf(stderr, "cpbench run: %s\n", err);
         return 2;
     }

@@ -74,7 +74,7 @@ static cpb_point_status sweep_point(sweep_run *sr, const cpb_method *m, int64_t 
     char err[1024];
     static cpb_row tmpl, row; /* large; one point at a time */
     memset(&p, 0, sizeof p);
-    int prc = cpb_args_problem(&a, sr->r.C, &p, err, sizeof err);
+    int prc = cpb_args_problem(&a, m, sr->r.C, &p, err, sizeof err);
     if (prc != CPB_OK) p.S = S, p.C = sr->r.C;
     cpb_runner_point_row(&sr->r, m, &p, a.scope, &tmpl);
     row = tmpl; /* ranks other than 0 take a cached point's status from rank 0 */
@@ -239,7 +239,7 @@ int cpb_cmd_sweep(const cpb_cli *c)
         a0.seq = (int64_t)sr->r.C << 20;
         cpb_problem p0;
         memset(&p0, 0, sizeof p0);
-        if (cpb_args_problem(&a0, sr->r.C, &p0, err, sizeof err) != CPB_OK) p0.C = sr->r.C;
+        if (cpb_args_problem(&a0, m, sr->r.C, &p0, err, sizeof err) != CPB_OK) p0.C = sr->r.C;
         int64_t lo = plan.start, hi = plan.stop;
         if (plan.n_list > 0) {
             lo = hi = plan.list[0];

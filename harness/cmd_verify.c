@@ -32,7 +32,7 @@ int cpb_cli_verify(const cpb_args *a, const char *label)
                  "cuda)", o.be->name);
         rc = CPB_ERR_INVALID;
     }
-    if (rc == CPB_OK) rc = cpb_args_problem(a, cpb_ranks_size(), &o.p, msg, sizeof msg);
+    if (rc == CPB_OK) rc = cpb_args_problem(a, NULL, cpb_ranks_size(), &o.p, msg, sizeof msg);
     if (rc == CPB_OK && (n = cpb_args_methods(a, o.methods, CPB_VERIFY_MAX_METHODS, msg, sizeof msg)) < 0)
         rc = CPB_ERR_INVALID;
     if (rc != CPB_OK) {
@@ -50,6 +50,7 @@ int cpb_cli_verify(const cpb_args *a, const char *label)
     o.n_methods = n;
     o.all = strcmp(a->method, "all") == 0;
     cpb_args_ctx_opts(a, &o.ctx);
+    o.knobs = a->knobs;
     o.seed = a->seed;
     o.dump = a->dump;
     o.expect_refuse = a->expect_refuse;

@@ -311,6 +311,28 @@ int cpb_download(cpb_ctx *ctx, cpb_view src, float *dst);
 
 #define CPB_MAX_HEADS 512
 
+/* The values of a problem's method options ("knobs"), by name.  Each method declares its
+ * knobs in a table (cpb_method.h: name, type, default, check, help); the command line, the
+ * results columns and the point key are all made from those tables.  An integer knob at 0
+ * means the method's default; a choice knob holds one of its choices. */
+#define CPB_MAX_KNOBS 16
+#define CPB_KNOB_LEN 32
+typedef struct cpb_knob_value {
+    char name[CPB_KNOB_LEN];
+    int64_t i;              /* integer knobs */
+    char s[CPB_KNOB_LEN];   /* choice knobs */
+} cpb_knob_value;
+typedef struct cpb_knobs {
+    int n;
+    cpb_knob_value v[CPB_MAX_KNOBS];
+} cpb_knobs;
+
+/* the value called `name`, NULL when k has none */
+const cpb_knob_value *cpb_knobs_find(const cpb_knobs *k, const char *name);
+/* set (or replace) a value: CPB_ERR_INVALID when k is full or the name too long */
+int cpb_knobs_set_int(cpb_knobs *k, const char *name, int64_t v);
+int cpb_knobs_set_str(cpb_knobs *k, const char *name, const char *v);
+
 typedef struct cpb_problem {
     int64_t S;          /* global sequence length */
     int64_t D;          /* hidden */
@@ -318,15 +340,14 @@ typedef struct cpb_problem {
     double rope_base;
     int C;              /* world size (context-parallel degree) */
     cpb_dtype dtype;    /* storage */
-    /* method options (0 = method default) */
-    int head_chunk;     /* upipe: U query heads per stage */
-    int64_t seq_chunk;  /* fpdt: global tokens per chunk */
-    int offload_group;  /* offload: heads per backward group */
-    int ulysses_degree; /* usp / hybrid upipe */
+    cpb_knobs knobs;    /* method options (the knobs of the method that runs) */
     char model[32];     /* preset name, informational */
 } cpb_problem;
 
 const cpb_problem *cpb_problem_of(const cpb_ctx *ctx);
+/* a knob of p: its value, or 0 / "" when p does not set it (the method's default) */
+int64_t cpb_knob_int(const cpb_problem *p, const char *name);
+const char *cpb_knob_str(const cpb_problem *p, const char *name);
 
 #ifdef __cplusplus
 }

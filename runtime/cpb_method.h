@@ -41,6 +41,27 @@ typedef struct cpb_layer {
                                        overwrites them with this rank's partial */
 } cpb_layer;
 
+/* A method option ("knob"), declared in its method's table.  The option on the command line
+ * is --name with '-' for '_' (--head-chunk), the results column and the point-key field are
+ * `name`; methods that share a knob declare it alike (the same type, default and
+ * choices). */
+typedef enum cpb_knob_type {
+    CPB_KNOB_INT,     /* a positive integer (K/M/G suffixes); 0 = the method's default */
+    CPB_KNOB_TOKENS,  /* a positive token count (K/M/G); a sweep's lengths are multiples of it */
+    CPB_KNOB_CHOICE,  /* one of `choices` */
+} cpb_knob_type;
+
+typedef struct cpb_knob {
+    const char *name;     /* NULL ends a table */
+    cpb_knob_type type;
+    const char *def;      /* the value when not given: "0" (the method decides) or a choice */
+    const char *choices;  /* CPB_KNOB_CHOICE: '|'-separated */
+    /* NULL, or 0 when p's value of this knob can run, else CPB_ERR_INVALID with a message
+     * that names the option (bad input: `run` exits 2, a sweep records the point skipped) */
+    int (*check)(const cpb_problem *p, char *why, size_t why_len);
+    const char *arg, *help; /* `cpbench --help`: "U", "query heads per stage (default C)" */
+} cpb_knob;
+
 typedef struct cpb_method {
     const char *name;
     const char *summary;
@@ -62,6 +83,9 @@ typedef struct cpb_method {
     /* backward: reads L->dy and state, writes L->dx and the dW partials, frees the saved
      * buffers */
     int (*backward)(cpb_ctx *ctx, cpb_layer *L, void *state);
+    /* the method's options, a table ended by {NULL}; NULL when it has none.  Adding a knob is
+     * one line here; the method reads its value with cpb_knob_int / cpb_knob_str. */
+    const cpb_knob *knobs;
 } cpb_method;
 
 /* registry (methods/registry.c) */

@@ -6,7 +6,8 @@
 
 int cpb_grid_degree(const cpb_problem *p)
 {
-    if (p->ulysses_degree > 0) return p->ulysses_degree;
+    int64_t u = cpb_knob_int(p, "ulysses_degree");
+    if (u > 0) return (int)u;
     /* default: the largest Ulysses group that fits a node of 8 GPUs and that the shape
      * allows (u divides C and H, and G % u == 0 or u % G == 0); 1 (a pure ring) always does */
     for (int u = p->C < 8 ? p->C : 8; u > 1; u--)

@@ -19,13 +19,14 @@ int fpdt_dims_init(const cpb_problem *p, int rank, fpdt_dims *m, char *why, size
                (long long)p->D, p->H, p->G, p->d);
     if (p->H % p->G) REFUSE("fpdt: %d query heads are not a multiple of %d kv heads (H %% G != 0)", p->H, p->G);
     if (p->d % 2) REFUSE("fpdt: head dim %d must be even (RoPE rotates pairs)", p->d);
-    if (p->seq_chunk < 0) REFUSE("fpdt: --seq-chunk %lld must be positive", (long long)p->seq_chunk);
+    const int64_t given = cpb_knob_int(p, "seq_chunk");
+    if (given < 0) REFUSE("fpdt: --seq-chunk %lld must be positive", (long long)given);
     /* DeepSpeed's convention: the chunk is global, default 64K tokens or the whole sequence */
-    int64_t chunk = p->seq_chunk > 0 ? p->seq_chunk : (p->S < FPDT_DEFAULT_CHUNK ? p->S : FPDT_DEFAULT_CHUNK);
+    int64_t chunk = given > 0 ? given : (p->S < FPDT_DEFAULT_CHUNK ? p->S : FPDT_DEFAULT_CHUNK);
     if (p->S % chunk)
         REFUSE("fpdt: sequence %lld is not a multiple of the chunk %lld global tokens (--seq-chunk%s); "
                "choose S as a multiple of the chunk",
-               (long long)p->S, (long long)chunk, p->seq_chunk ? "" : ", default 65536");
+               (long long)p->S, (long long)chunk, given ? "" : ", default 65536");
     if (chunk % C)
         REFUSE("fpdt: chunk %lld global tokens is not divisible by the %d ranks (--seq-chunk must be a "
                "multiple of C)", (long long)chunk, C);
@@ -84,6 +85,21 @@ static int fpdt_token_layout(const cpb_problem *p, int rank, cpb_segs *out)
     return CPB_OK;
 }
 
+static int check_seq_chunk(const cpb_problem *p, char *why, size_t why_len)
+{
+    int64_t chunk = cpb_knob_int(p, "seq_chunk");
+    if (chunk && (chunk % p->C || p->S % chunk)) {
+        snprintf(why, why_len, "--seq-chunk %lld must divide --seq %lld and be a multiple of the %d ranks",
+                 (long long)chunk, (long long)p->S, p->C);
+        return CPB_ERR_INVALID;
+    }
+    return CPB_OK;
+}
+
+static const cpb_knob fpdt_knobs[] = {
+    {"seq_chunk", CPB_KNOB_TOKENS, "0", NULL, check_seq_chunk, "N", "global tokens per chunk (default 65536)"},
+    {NULL}};
+
 const cpb_method cpb_method_fpdt = {
     .name = "fpdt",
     .summary = "FPDT (DeepSpeed): Ulysses per sequence chunk, finished chunks offloaded to pinned host, "
@@ -94,4 +110,5 @@ const cpb_method cpb_method_fpdt = {
     .state_size = sizeof(fpdt_state),
     .forward = fpdt_forward,
     .backward = fpdt_backward,
+    .knobs = fpdt_knobs,
 };

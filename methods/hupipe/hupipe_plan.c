@@ -6,16 +6,17 @@
 int hupipe_check(const cpb_problem *p, char *why, size_t why_len)
 {
     CPB_TRY(cpb_grid_check("hupipe", p, why, why_len));
-    return cpb_stages_check("hupipe", cpb_grid_degree(p), p->H, p->G, p->head_chunk, why, why_len);
+    return cpb_stages_check("hupipe", cpb_grid_degree(p), p->H, p->G, (int)cpb_knob_int(p, "head_chunk"), why, why_len);
 }
 
 int hupipe_plan_of(cpb_ctx *ctx, const cpb_layer *L, hupipe_plan *pl)
 {
     CPB_TRY(usp_shape_of(ctx, L, &pl->sh));
     const usp_shape *sh = &pl->sh;
-    if (cpb_stages_of(sh->g.u, sh->H, sh->G, L->p.head_chunk, &pl->st) != CPB_OK)
+    const int U = (int)cpb_knob_int(&L->p, "head_chunk");
+    if (cpb_stages_of(sh->g.u, sh->H, sh->G, U, &pl->st) != CPB_OK)
         return cpb_fail(ctx, CPB_ERR_INVALID, "hupipe: no stage schedule for H = %d, G = %d, u = %d, U = %d", sh->H,
-                        sh->G, sh->g.u, L->p.head_chunk);
+                        sh->G, sh->g.u, U);
     pl->Nm = 2 * sh->g.c * pl->st.m * sh->d;
     pl->Nkm = 2 * sh->g.c * pl->st.nk * sh->d;
     return CPB_OK;

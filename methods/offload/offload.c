@@ -6,9 +6,25 @@
 #include "offload/offload.h"
 
 
+static int check_offload_group(const cpb_problem *p, char *why, size_t why_len)
+{
+    int64_t og = cpb_knob_int(p, "offload_group");
+    if (og > p->H) {
+        snprintf(why, why_len, "--offload-group %lld is more than the %d query heads", (long long)og, p->H);
+        return CPB_ERR_INVALID;
+    }
+    return CPB_OK;
+}
+
+static const cpb_knob offload_knobs[] = {
+    {"offload_group", CPB_KNOB_INT, "0", NULL, check_offload_group, "N",
+     "heads per backward group (default: half a rank's heads)"},
+    {NULL}};
+
 int offload_group_of(const cpb_problem *p)
 {
-    if (p->offload_group > 0) return p->offload_group;
+    int64_t given = cpb_knob_int(p, "offload_group");
+    if (given > 0) return (int)given;
     /* default: half of the rank's heads, rounded down to a divisor, at least 1 */
     int hc = p->C > 0 ? p->H / p->C : 1, og = hc / 2 > 0 ? hc / 2 : 1;
     while (og > 1 && hc % og) og--;
@@ -115,4 +131,5 @@ const cpb_method cpb_method_offload = {
     .state_size = sizeof(off_state),
     .forward = offload_forward,
     .backward = offload_backward,
+    .knobs = offload_knobs,
 };

@@ -76,7 +76,7 @@ int main(int argc, char **argv)
             p.C = C;
             p.S = shapes[si].S_per_rank * C;
             p.dtype = CPB_FP32;
-            p.seq_chunk = p.S / 4; /* fpdt: four chunks */
+            cpb_knobs_set_int(&p.knobs, "seq_chunk", p.S / 4); /* fpdt: four chunks */
             char why[512];
             if (m->check && m->check(&p, why, sizeof why) != CPB_OK) continue;
             /* cpu: the real trial, largest values over the ranks */

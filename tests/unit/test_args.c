@@ -81,10 +81,10 @@ Test(args, every_kind_of_option)
     cr_assert_eq(a.gpus_per_node, 4);
     cr_assert_str_eq(a.gpu, "h200");
     cr_assert_str_eq(a.scope, "model");
-    cr_assert_eq(a.head_chunk, 8);
-    cr_assert_eq(a.seq_chunk, 65536);
-    cr_assert_eq(a.offload_group, 2);
-    cr_assert_eq(a.ulysses_degree, 4);
+    cr_assert_eq(cpb_knobs_find(&a.knobs, "head_chunk")->i, 8);
+    cr_assert_eq(cpb_knobs_find(&a.knobs, "seq_chunk")->i, 65536);
+    cr_assert_eq(cpb_knobs_find(&a.knobs, "offload_group")->i, 2);
+    cr_assert_eq(cpb_knobs_find(&a.knobs, "ulysses_degree")->i, 4);
     cr_assert_eq(a.mem_cap, 80LL << 30);
     cr_assert_eq(a.host_mem_cap, 512LL << 30);
     cr_assert_eq(a.warmup, 0);
@@ -179,24 +179,28 @@ Test(args, methods_all_and_lists)
     cr_assert_str_eq(m[1]->name, first);
 }
 
-static int problem(cpb_problem *p, char *err, int C, int argc, char **argv)
+static int problem(cpb_problem *p, char *err, const char *method, int C, int argc, char **argv)
 {
     cpb_args a;
     cpb_args_defaults(&a);
     cr_assert_eq(cpb_args_parse(argc, argv, &a, err, 1024), CPB_OK, "%s", err);
-    return cpb_args_problem(&a, C, p, err, 1024);
+    const cpb_method *m = method ? cpb_method_find(method) : NULL;
+    cr_assert(!method || m, "method %s", method);
+    return cpb_args_problem(&a, m, C, p, err, 1024);
 }
-#define PROBLEM(p, err, C, ...)                                                                   \
+/* the problem of method M (a name, or NULL for none) on C ranks */
+#define PROBLEM(p, err, M, C, ...)                                                                \
     ({                                                                                           \
         char *argv_[] = {__VA_ARGS__};                                                           \
-        problem(p, err, C, (int)(sizeof argv_ / sizeof argv_[0]), argv_);                        \
+        problem(p, err, M, C, (int)(sizeof argv_ / sizeof argv_[0]), argv_);                     \
     })
 
 Test(args, problem_from_preset_and_overrides)
 {
     cpb_problem p;
     char err[1024];
-    cr_assert_eq(PROBLEM(&p, err, 8, "--model", "llama3-8b", "--seq", "1M", "--head-chunk", "8", "--seq-chunk", "64K"),
+    cr_assert_eq(PROBLEM(&p, err, "upipe", 8, "--model", "llama3-8b", "--seq", "1M", "--head-chunk", "8", "--seq-chunk",
+                         "64K"),
                  CPB_OK, "%s", err);
     cr_assert_eq(p.D, 4096);
     cr_assert_eq(p.H, 32);
@@ -206,10 +210,20 @@ Test(args, problem_from_preset_and_overrides)
     cr_assert_eq(p.S, 1 << 20);
     cr_assert_eq(p.C, 8);
     cr_assert_eq(p.dtype, CPB_BF16);
-    cr_assert_eq(p.head_chunk, 8);
-    cr_assert_eq(p.seq_chunk, 65536);
     cr_assert_str_eq(p.model, "llama3-8b");
-    cr_assert_eq(PROBLEM(&p, err, 3, "--model", "tiny", "--hidden", "48", "--heads", "6", "--kv-heads", "3",
+    /* each method takes its own knobs, the others' are not in its problem */
+    cr_assert_eq(cpb_knob_int(&p, "head_chunk"), 8);
+    cr_assert_null(cpb_knobs_find(&p.knobs, "seq_chunk"), "upipe has no seq_chunk");
+    cr_assert_eq(PROBLEM(&p, err, "fpdt", 8, "--model", "llama3-8b", "--seq", "1M", "--head-chunk", "8", "--seq-chunk",
+                         "64K"),
+                 CPB_OK, "%s", err);
+    cr_assert_eq(cpb_knob_int(&p, "seq_chunk"), 65536);
+    cr_assert_null(cpb_knobs_find(&p.knobs, "head_chunk"), "fpdt has no head_chunk");
+    /* a knob not given takes its default ("0": the method decides) */
+    cr_assert_eq(PROBLEM(&p, err, "usp", 8, "--model", "llama3-8b", "--seq", "1M"), CPB_OK, "%s", err);
+    cr_assert_not_null(cpb_knobs_find(&p.knobs, "ulysses_degree"));
+    cr_assert_eq(cpb_knob_int(&p, "ulysses_degree"), 0);
+    cr_assert_eq(PROBLEM(&p, err, NULL, 3, "--model", "tiny", "--hidden", "48", "--heads", "6", "--kv-heads", "3",
                          "--head-dim", "10", "--rope-base", "1e6", "--seq", "96", "--dtype", "fp32"),
                  CPB_OK, "%s", err);
     cr_assert_eq(p.D, 48);
@@ -225,15 +239,25 @@ Test(args, problem_validation_messages)
 {
     cpb_problem p;
     char err[1024];
-    expect_error(PROBLEM(&p, err, 4, "--model", "tiny", "--seq", "250"), err, "--seq 250", "multiple of 4");
-    expect_error(PROBLEM(&p, err, 4, "--model", "tiny", "--seq", "256", "--heads", "6", "--kv-heads", "4"), err,
+    expect_error(PROBLEM(&p, err, NULL, 4, "--model", "tiny", "--seq", "250"), err, "--seq 250", "multiple of 4");
+    expect_error(PROBLEM(&p, err, NULL, 4, "--model", "tiny", "--seq", "256", "--heads", "6", "--kv-heads", "4"), err,
                  "--heads 6", "--kv-heads 4");
-    expect_error(PROBLEM(&p, err, 2, "--model", "tiny", "--seq", "256", "--head-dim", "7"), err, "--head-dim 7", "even");
-    expect_error(PROBLEM(&p, err, 2, "--model", "tiny"), err, "--seq", "required");
-    expect_error(PROBLEM(&p, err, 2, "--seq", "256"), err, "--model", "tiny");
-    expect_error(PROBLEM(&p, err, 2, "--model", "tiny", "--seq", "256", "--rope-base", "0.5"), err, "--rope-base", "greater than 1");
-    expect_error(PROBLEM(&p, err, 4, "--model", "tiny", "--seq", "256", "--seq-chunk", "96"), err, "--seq-chunk", NULL);
-    expect_error(PROBLEM(&p, err, 4, "--model", "tiny", "--seq", "256", "--head-chunk", "3"), err, "--head-chunk 3", NULL);
-    expect_error(PROBLEM(&p, err, 6, "--model", "tiny", "--seq", "240", "--ulysses-degree", "4"), err,
+    expect_error(PROBLEM(&p, err, NULL, 2, "--model", "tiny", "--seq", "256", "--head-dim", "7"), err, "--head-dim 7",
+                 "even");
+    expect_error(PROBLEM(&p, err, NULL, 2, "--model", "tiny"), err, "--seq", "required");
+    expect_error(PROBLEM(&p, err, NULL, 2, "--seq", "256"), err, "--model", "tiny");
+    expect_error(PROBLEM(&p, err, NULL, 2, "--model", "tiny", "--seq", "256", "--rope-base", "0.5"), err, "--rope-base",
+                 "greater than 1");
+    /* the knobs' checks, from the methods' tables */
+    expect_error(PROBLEM(&p, err, "fpdt", 4, "--model", "tiny", "--seq", "256", "--seq-chunk", "96"), err,
+                 "--seq-chunk", NULL);
+    expect_error(PROBLEM(&p, err, "upipe", 4, "--model", "tiny", "--seq", "256", "--head-chunk", "3"), err,
+                 "--head-chunk 3", NULL);
+    expect_error(PROBLEM(&p, err, "usp", 6, "--model", "tiny", "--seq", "240", "--ulysses-degree", "4"), err,
                  "--ulysses-degree 4", NULL);
+    expect_error(PROBLEM(&p, err, "offload", 2, "--model", "tiny", "--seq", "256", "--offload-group", "99"), err,
+                 "--offload-group 99", NULL);
+    /* another method ignores them */
+    cr_expect_eq(PROBLEM(&p, err, "ulysses", 4, "--model", "tiny", "--seq", "256", "--head-chunk", "3"), CPB_OK, "%s",
+                 err);
 }

@@ -14,7 +14,7 @@
 static cpb_problem problem(int64_t S, int64_t chunk, int C, int H, int G, int d, int64_t D, cpb_dtype dt)
 {
     cpb_problem p = cpb_test_problem(S, C, D, H, G, d, dt);
-    p.seq_chunk = chunk;
+    cpb_knobs_set_int(&p.knobs, "seq_chunk", chunk);
     return p;
 }
 
@@ -26,7 +26,7 @@ typedef struct geo {
 static geo geometry(const cpb_problem *p)
 {
     geo g;
-    int64_t chunk = p->seq_chunk;
+    int64_t chunk = cpb_knob_int(p, "seq_chunk");
     g.u = p->S / chunk;
     g.c = chunk / p->C;
     g.hq = p->H / p->C;
@@ -59,8 +59,8 @@ static int64_t attn_bwd_workspace(const cpb_problem *p)
     geo g = geometry(p);
     cpb_buf delta = {0};
     cpb_attn_args a = {0};
-    a.q = cpb_heads(NULL, 0, p->seq_chunk, g.hq, p->d, g.hq * p->d, p->d);
-    a.delta = cpb_heads(&delta, 0, p->seq_chunk, g.hq, 1, 1, p->seq_chunk);
+    a.q = cpb_heads(NULL, 0, cpb_knob_int(p, "seq_chunk"), g.hq, p->d, g.hq * p->d, p->d);
+    a.delta = cpb_heads(&delta, 0, cpb_knob_int(p, "seq_chunk"), g.hq, 1, 1, cpb_knob_int(p, "seq_chunk"));
     int64_t ws = cpb_attn_bwd_workspace_elems(&a);
     cr_assert_eq(ws, g.nq, "the attention backward workspace is no longer one fp32 dq: update the formulas");
     return ws;

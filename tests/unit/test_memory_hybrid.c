@@ -27,8 +27,8 @@
 static cpb_problem problem(int64_t S, int C, int u, int64_t D, int H, int G, int d, int U, cpb_dtype dt)
 {
     cpb_problem p = cpb_test_problem(S, C, D, H, G, d, dt);
-    p.ulysses_degree = u;
-    p.head_chunk = U;
+    cpb_knobs_set_int(&p.knobs, "ulysses_degree", u);
+    cpb_knobs_set_int(&p.knobs, "head_chunk", U);
     return p;
 }
 
@@ -41,13 +41,13 @@ static geo geometry(const cpb_problem *p)
 {
     geo g;
     g.E = p->dtype == CPB_BF16 ? 2 : 4;
-    g.u = p->ulysses_degree ? p->ulysses_degree : (p->C < 8 ? p->C : 8);
+    g.u = (int)cpb_knob_int(p, "ulysses_degree") ? (int)cpb_knob_int(p, "ulysses_degree") : (p->C < 8 ? p->C : 8);
     g.R = p->C / g.u;
     g.s = p->S / p->C;
     g.c2 = p->S / g.R;
     g.hq = p->H / g.u;
     g.hk = p->G >= g.u ? p->G / g.u : 1;
-    g.U = p->head_chunk ? p->head_chunk : g.u;
+    g.U = (int)cpb_knob_int(p, "head_chunk") ? (int)cpb_knob_int(p, "head_chunk") : g.u;
     g.m = g.U / g.u;
     g.g = p->H / p->G;
     g.nk = (p->G >= g.u && g.m > g.g) ? g.m / g.g : 1;
@@ -130,8 +130,8 @@ static cpb_row sim(const cpb_problem *p, const char *method)
 
 #define EXPECT_BYTES(got, want, what, p)                                                                        \
     cr_expect_eq((got), (want), "%s, S=%lld C=%d u=%d D=%lld H=%d G=%d d=%d %s U=%d: %lld bytes, formula %lld", \
-                 (what), (long long)(p)->S, (p)->C, (p)->ulysses_degree, (long long)(p)->D, (p)->H, (p)->G,    \
-                 (p)->d, cpb_dtype_name((p)->dtype), (p)->head_chunk, (long long)(got), (long long)(want))
+                 (what), (long long)(p)->S, (p)->C, (int)cpb_knob_int((p), "ulysses_degree"), (long long)(p)->D, (p)->H, (p)->G,    \
+                 (p)->d, cpb_dtype_name((p)->dtype), (int)cpb_knob_int((p), "head_chunk"), (long long)(got), (long long)(want))
 
 static void check_both(const cpb_problem *p)
 {
@@ -181,7 +181,7 @@ Test(memory_hybrid, hupipe_below_usp_by_its_stage_share_qwen3_32b_8x2)
     cr_assert_eq(cpb_preset_find("qwen3-32b", &p), CPB_OK);
     p.S = 256 * 1024;
     p.C = 16;
-    p.ulysses_degree = 8;
+    cpb_knobs_set_int(&p.knobs, "ulysses_degree", 8);
     p.dtype = CPB_BF16;
     cr_assert_eq(p.D, 5120);
     cr_assert_eq(p.H, 64);
@@ -211,7 +211,7 @@ Test(memory_hybrid, hupipe_grows_with_U)
     cpb_problem p = problem(64 * 1024, 16, 8, 1024, 32, 8, 64, 0, CPB_BF16);
     int64_t prev = 0;
     for (int U = 8; U <= p.H; U *= 2) {
-        p.head_chunk = U;
+        cpb_knobs_set_int(&p.knobs, "head_chunk", U);
         int64_t got = sim(&p, "hupipe").intermediate_bytes;
         EXPECT_BYTES(got, hupipe_bwd(&p), "hupipe intermediate", &p);
         if (prev) cr_expect_gt(got, prev, "U=%d: %lld bytes, not more than at U=%d", U, (long long)got, U / 2);

@@ -80,7 +80,7 @@ typedef struct ugeo {
 static ugeo ugeometry(const cpb_problem *p)
 {
     ugeo u;
-    int U = p->head_chunk ? p->head_chunk : p->C, g = p->H / p->G;
+    int U = (int)cpb_knob_int(p, "head_chunk") ? (int)cpb_knob_int(p, "head_chunk") : p->C, g = p->H / p->G;
     u.m = U / p->C;
     u.nk = (p->G >= p->C && u.m > g) ? u.m / g : 1; /* kv heads per rank per stage */
     u.Nm = p->S * u.m * p->d;
@@ -118,7 +118,7 @@ static int64_t upipe_bwd(const cpb_problem *p)
 
 static int offload_group(const cpb_problem *p)
 {
-    return p->offload_group ? p->offload_group : geometry(p).hc / 2; /* tests use even hc */
+    return (int)cpb_knob_int(p, "offload_group") ? (int)cpb_knob_int(p, "offload_group") : geometry(p).hc / 2; /* tests use even hc */
 }
 
 /* the most kv heads a group's query heads use */
@@ -176,7 +176,7 @@ static int64_t fixed_live_after_fwd(const cpb_row *r, int64_t intermediate_live)
 #define EXPECT_BYTES(got, want, what, p)                                                             \
     cr_expect_eq((got), (want), "%s, S=%lld C=%d D=%lld H=%d G=%d d=%d %s U=%d og=%d: %lld bytes, formula %lld", \
                  (what), (long long)(p)->S, (p)->C, (long long)(p)->D, (p)->H, (p)->G, (p)->d,                 \
-                 cpb_dtype_name((p)->dtype), (p)->head_chunk, (p)->offload_group, (long long)(got),          \
+                 cpb_dtype_name((p)->dtype), (int)cpb_knob_int((p), "head_chunk"), (int)cpb_knob_int((p), "offload_group"), (long long)(got),          \
                  (long long)(want))
 
 static void check_all(cpb_problem p)
@@ -217,8 +217,8 @@ Test(memory_ulysses_family, bytes_match_the_formulas)
     int U[] = {0, 6, 10, 12, 16};
     int og[] = {0, 1, 2, 2, 1};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        cases[i].head_chunk = U[i];
-        cases[i].offload_group = og[i];
+        cpb_knobs_set_int(&cases[i].knobs, "head_chunk", U[i]);
+        cpb_knobs_set_int(&cases[i].knobs, "offload_group", og[i]);
         check_all(cases[i]);
     }
 }
@@ -237,7 +237,7 @@ Test(memory_ulysses_family, upipe_below_ulysses_and_shrinking_with_U)
     EXPECT_BYTES(uly, uly_bwd(&p), "ulysses intermediate", &p);
     int64_t prev = 0;
     for (int U = p.C; U <= p.H; U *= 2) { /* U = 4, 8, 16 = H */
-        p.head_chunk = U;
+        cpb_knobs_set_int(&p.knobs, "head_chunk", U);
         int64_t got = sim(&p, "upipe").intermediate_bytes;
         EXPECT_BYTES(got, upipe_bwd(&p), "upipe intermediate", &p);
         if (U < p.H)
@@ -251,7 +251,7 @@ Test(memory_ulysses_family, upipe_below_ulysses_and_shrinking_with_U)
     /* U = C: one head per rank per stage.  Ulysses' backward holds its saved q, k, v, o,
      * their gradients and a full fp32 dq workspace; upipe one stage's worth of each plus
      * the saved o.  The gap is the difference of the formulas, far above zero. */
-    p.head_chunk = p.C;
+    cpb_knobs_set_int(&p.knobs, "head_chunk", p.C);
     int64_t gap = uly_bwd(&p) - upipe_bwd(&p);
     cr_expect_gt(gap, uly / 4, "the U=C saving %lld is under a quarter of ulysses' %lld", (long long)gap,
                  (long long)uly);
@@ -262,7 +262,7 @@ Test(memory_ulysses_family, offload_below_ulysses_by_the_saved_tensors)
     cpb_problem p = big();
     cpb_row u = sim(&p, "ulysses");
     for (int og = 1; og <= geometry(&p).hc / 2; og *= 2) { /* og = 1 and the default, hc/2 */
-        p.offload_group = og;
+        cpb_knobs_set_int(&p.knobs, "offload_group", og);
         cpb_row o = sim(&p, "offload");
         /* after forward: ulysses keeps q, k, v, o, lse on the device, offload none */
         EXPECT_BYTES(u.fwd.live_end - o.fwd.live_end, uly_saved(&p), "live after forward, ulysses - offload",
@@ -289,7 +289,7 @@ static void check_schedule(int C, int H, int G, int U)
     cpb_layer L;
     memset(&L, 0, sizeof L);
     L.p = problem(64 * C, C, 32, H, G, 8, CPB_BF16);
-    L.p.head_chunk = U;
+    cpb_knobs_set_int(&L.p.knobs, "head_chunk", U);
     L.s = 64;
     char why[256];
     cr_assert_eq(upipe_check(&L.p, why, sizeof why), CPB_OK, "C=%d H=%d G=%d U=%d: %s", C, H, G, U, why);

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "knobs.h"
 #include "point.h"
 #include "registry.h"
 #include "results_h5.h"
@@ -313,7 +314,8 @@ Test(results_h5, point_row_names_the_point_and_rates_come_from_the_step)
     p.d = 128;
     p.C = 8;
     p.dtype = CPB_BF16;
-    p.offload_group = 2;
+    cpb_knobs_set_int(&p.knobs, "offload_group", 2); /* not upipe's: no column value */
+    cpb_knobs_set_int(&p.knobs, "head_chunk", 0);
     snprintf(p.model, sizeof p.model, "llama3-8b");
     const cpb_method *m = cpb_method_find("upipe");
     cr_assert_not_null(m);
@@ -328,8 +330,8 @@ Test(results_h5, point_row_names_the_point_and_rates_come_from_the_step)
     cr_expect_eq(o.heads, 32);
     cr_expect_eq(o.kv_heads, 8);
     cr_expect_eq(o.head_dim, 128);
-    cr_expect_eq(o.head_chunk, 0, "the option as asked (0 = default), not the resolved 8");
-    cr_expect_eq(o.offload_group, 2);
+    cr_expect_eq(cpb_row_knob_int(&o, "head_chunk"), 0, "the option as asked (0 = default), not the resolved 8");
+    cr_expect_eq(cpb_row_knob_int(&o, "offload_group"), 0, "a knob of another method is not the row's");
     /* throughput: S / step, per GPU, the layer's model FLOPs per GPU per second */
     o.step_s = 2.0;
     double f, b;
@@ -352,6 +354,11 @@ Test(results_h5, point_row_names_the_point_and_rates_come_from_the_step)
     cr_expect(cpb_row_same_point(&o, &q));
     q.seq_len *= 2;
     cr_expect(!cpb_row_same_point(&o, &q));
+    /* a knob is part of the point */
+    cpb_knobs_set_int(&p.knobs, "head_chunk", 16);
+    cpb_row_point(&q, m, &p, "sim", "h100-sxm", "model");
+    cr_expect_eq(cpb_row_knob_int(&q, "head_chunk"), 16);
+    cr_expect(!cpb_row_same_point(&o, &q), "another head_chunk is another point");
 }
 
 /* a file of schema version 1 (written by the cpbench before the version 2 columns) still
@@ -371,7 +378,8 @@ Test(results_h5, schema_1_files_read_and_are_not_appended_to)
         cr_expect_eq(rows[i].world_size, 8);
         cr_expect_gt(rows[i].peak_bytes, 0);
         cr_expect_gt(rows[i].step_s, 0);
-        cr_expect_eq(rows[i].head_chunk, 16, "the option column of version 1");
+        if (strcmp(rows[i].method, "upipe") == 0 || strcmp(rows[i].method, "ulysses") == 0)
+            cr_expect_eq(cpb_row_knob_int(&rows[i], "head_chunk"), 16, "the option column of version 1");
         cr_expect_eq(rows[i].seed, 0, "a column version 1 did not have");
     }
     free(rows);

@@ -120,7 +120,7 @@ static int toy_backward(cpb_ctx *ctx, cpb_layer *L, void *state)
 }
 
 static const cpb_method toy = {"toy", "test method", toy_check, toy_layout, NULL, sizeof(cpb_buf *), toy_forward,
-                               toy_backward};
+                               toy_backward, NULL};
 
 static cpb_problem toy_problem(int C, int64_t S)
 {

@@ -87,7 +87,7 @@ static cpb_problem small_problem(int C)
     p.C = C;
     p.S = 64 * C;
     p.dtype = CPB_BF16;
-    p.seq_chunk = 16 * C; /* fpdt: 4 chunks */
+    cpb_knobs_set_int(&p.knobs, "seq_chunk", 16 * C); /* fpdt: 4 chunks */
     return p;
 }
 

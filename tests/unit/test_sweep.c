@@ -186,7 +186,7 @@ static int check_zigzag(const cpb_problem *p, char *why, size_t n)
 }
 static int check_chunked(const cpb_problem *p, char *why, size_t n)
 {
-    int64_t chunk = p->seq_chunk ? p->seq_chunk : 65536;
+    int64_t chunk = cpb_knob_int(p, "seq_chunk") ? cpb_knob_int(p, "seq_chunk") : 65536;
     if (p->S % chunk || p->S < chunk) return snprintf(why, n, "S %% chunk"), 2;
     return 0;
 }
@@ -212,16 +212,18 @@ Test(sweep, granule_from_check)
     cpb_problem p;
     memset(&p, 0, sizeof p);
     p.C = 8;
-    cpb_method m = {.name = "fake"};
+    /* a token-count knob (as fpdt's chunk) is a candidate granule */
+    static const cpb_knob chunk_knob[] = {{"seq_chunk", CPB_KNOB_TOKENS, "0", NULL, NULL, "N", "chunk"}, {NULL}};
+    cpb_method m = {.name = "fake", .knobs = chunk_knob};
     m.check = check_zigzag;
     cr_expect_eq(cpb_sweep_granule(&m, &p, 128 * K, 8 * M), 16);
     m.check = check_contiguous;
     cr_expect_eq(cpb_sweep_granule(&m, &p, 128 * K, 8 * M), 8);
     m.check = check_chunked;
     cr_expect_eq(cpb_sweep_granule(&m, &p, 128 * K, 8 * M), 65536);
-    p.seq_chunk = 24576; /* not a power of two times C */
+    cpb_knobs_set_int(&p.knobs, "seq_chunk", 24576); /* not a power of two times C */
     cr_expect_eq(cpb_sweep_granule(&m, &p, 128 * K, 8 * M), 24576);
-    p.seq_chunk = 0;
+    cpb_knobs_set_int(&p.knobs, "seq_chunk", 0);
     m.check = check_never;
     cr_expect_eq(cpb_sweep_granule(&m, &p, 128 * K, 8 * M), 8, "falls back to C");
     m.check = check_chunk_clamped;

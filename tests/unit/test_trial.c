@@ -80,7 +80,7 @@ static int t_backward(cpb_ctx *ctx, cpb_layer *L, void *state)
     return cpb_free(ctx, CPB_STREAM_COMPUTE, &st->saved);
 }
 static const cpb_method test_method = {"test",   "test method", t_check,   t_layout,
-                                       t_shard,  sizeof(t_state), t_forward, t_backward};
+                                       t_shard,  sizeof(t_state), t_forward, t_backward, NULL};
 
 static cpb_problem tiny(cpb_dtype dt)
 {
