@@ -1,4 +1,4 @@
-/* gpu_profiles.h — GPU profiles of the simulator: memory, compute, links (harness/
+/* gpu_profiles.h — GPU profiles of the simulator: memory, compute, links (driver/
  * gpu_profiles.c gives every constant with its source) and the calibration file that
  * overrides them with values measured on a real GPU.
  *

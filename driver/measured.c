@@ -1,10 +1,12 @@
 /* measured.c — a measured trial reduced over the ranks (measured.h). */
 #include "measured.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fingerprint.h"
 #include "profile_iter.h"
 #include "ranks.h"
 #include "trial.h"
@@ -95,10 +97,9 @@ int cpb_run_measured(cpb_ctx *ctx, const cpb_problem *p, const cpb_method *m, in
     }
     double traffic[2] = {row->comm_bytes, row->pcie_bytes};
     *row = best;
+    /* the high-waters of the steps, before the fingerprint allocates anything */
     int64_t hw[2] = {row->peak_bytes, 0}; /* no caching pool: reserved = peak */
     if (be->mem_highwater && be->mem_highwater(ctx, &hw[0], &hw[1]) != CPB_OK) hw[0] = row->peak_bytes;
-    cpb_free_all(ctx);
-    cpb_clear_error(ctx);
 
     /* every rank reports the same outcome: the worst status (and the message of the lowest
      * failing rank), the slowest rank per iteration, the memory of the rank with the
@@ -106,6 +107,11 @@ int cpb_run_measured(cpb_ctx *ctx, const cpb_problem *p, const cpb_method *m, in
     char reason[sizeof row->reason];
     snprintf(reason, sizeof reason, "%s", row->reason);
     int code = cpb_agree_status(rc, reason, sizeof reason);
+    /* the fingerprint of the last step's outputs, after every timed step (fingerprint.h) */
+    double norms[CPB_FP_COUNT] = {NAN, NAN, NAN};
+    if (code == CPB_OK) cpb_fingerprint(ctx, &L, norms);
+    cpb_free_all(ctx);
+    cpb_clear_error(ctx);
     int worst = 0;
     cpb_agree_maxloc((double)row->peak_bytes, &worst);
     cpb_agree_bcast(row, sizeof *row, worst);
@@ -118,6 +124,9 @@ int cpb_run_measured(cpb_ctx *ctx, const cpb_problem *p, const cpb_method *m, in
     row->reserved_bytes = hw[0];
     row->device_used_bytes = hw[1];
     cpb_row_set_status(row, code, reason);
+    row->y_norm = norms[CPB_FP_Y];
+    row->dx_norm = norms[CPB_FP_DX];
+    row->dw_norm = norms[CPB_FP_DW];
     if (code == CPB_OK) {
         row->step_s = median(t, iters);
         row->fwd_s = median(t + iters, iters);

@@ -10,7 +10,7 @@
 #include "gpu_profiles.h"
 #include "sim/timeline.h"
 
-/* Bytes per parameter of the sharded model states (issue 4: bf16 parameters, fp32
+/* Bytes per parameter of the sharded model states (bf16 parameters, fp32
  * gradients and Adam states): 2 (bf16 param) + 4 (fp32 grad) + 4 + 4 (Adam m, v). */
 #define STATE_BYTES_PER_PARAM 14.0
 /* Bytes per parameter the optimizer step reads and writes (Adam, HBM bound): reads param
@@ -66,7 +66,7 @@ static void memory(cpb_model_estimate *e, const shape *x)
     /* FSDP/ZeRO-3: every state sharded evenly over the C GPUs */
     int64_t states = (int64_t)(STATE_BYTES_PER_PARAM * x->p_total / x->C);
     /* Full activation checkpointing: each layer's input [s, D] bf16 is kept; the first and
-     * last layer's on the device (issue 4), the others offloaded to pinned host memory. */
+     * last layer's on the device, the others offloaded to pinned host memory. */
     int64_t ckpt = (int64_t)(2 * sD * BF16);
     /* The layer's own [s, D] buffers in the trace (trial.c allocates x, y, dy, dx in the
      * storage dtype).  In the model the attention output y is consumed by the residual add

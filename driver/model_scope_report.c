@@ -66,6 +66,9 @@ void cpb_model_estimate_row(const cpb_model_estimate *e, cpb_row *row)
     memcpy(row->tag_peak, e->attn.tag_peak, sizeof row->tag_peak);
     row->fwd_peak_bytes = e->attn.fwd_peak_bytes;
     row->bwd_peak_bytes = e->attn.bwd_peak_bytes;
+    row->y_norm = e->attn.y_norm; /* the attention layer's fingerprint */
+    row->dx_norm = e->attn.dx_norm;
+    row->dw_norm = e->attn.dw_norm;
     if (e->status != CPB_OK) return;
     row->step_s = e->step_s;
     row->fwd_s = e->spec->layers * (e->attn.fwd_s + e->mlp_layer_s / 4); /* the forward pass's share */

@@ -63,7 +63,10 @@ extern "C" {
     F(tokens_per_s_per_gpu, "S / (step_s * C), the paper's metric")                          \
     F(tflops_per_gpu, "model TFLOP/s per GPU (DESIGN section 6)")                            \
     F(comm_bytes, "bytes sent by the busiest rank")                                          \
-    F(pcie_bytes, "host<->device bytes of the busiest rank")
+    F(pcie_bytes, "host<->device bytes of the busiest rank")                                 \
+    F(y_norm, "fingerprint: L2 norm of y (0 on sim: no data; NaN when it could not be taken)") \
+    F(dx_norm, "fingerprint: L2 norm of dx")                                                  \
+    F(dw_norm, "fingerprint: L2 norm of the assembled dW (Wq, Wk, Wv, Wo gradients)")
 
 /* device memory of one phase of a trial beyond its peak (the peak is a column) */
 typedef struct cpb_row_phase {

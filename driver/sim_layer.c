@@ -1,10 +1,12 @@
 /* sim_layer.c — cpb_sim_layer (sim_layer.h): run one layer trial of method m for every rank
  * of a simulated world in this process, check the symmetric-allocation rule (DESIGN
  * section 3), report the largest peak, and predict the times with the timing model. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fingerprint.h"
 #include "gpu_profiles.h"
 #include "registry.h"
 #include "sim/sim_world.h"
@@ -48,6 +50,14 @@ static int run_rank(const cpb_problem *p, const cpb_method *m, const cpb_sim_opt
     if (rc == CPB_OK) {
         cpb_reset_stats(ctx);
         rc = cpb_trial_step(ctx, m, &L, r);
+        /* the fingerprint is accounted as on every backend (in the set-up phase, untimed);
+         * without data its norms are 0 */
+        double norms[CPB_FP_COUNT] = {NAN, NAN, NAN};
+        if (rc == CPB_OK) cpb_fingerprint(ctx, &L, norms);
+        cpb_clear_error(ctx);
+        r->y_norm = norms[CPB_FP_Y];
+        r->dx_norm = norms[CPB_FP_DX];
+        r->dw_norm = norms[CPB_FP_DW];
     } else {
         cpb_row_set_status(r, rc, cpb_errmsg(ctx));
         cpb_trial_memory(ctx, r);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cpb_reference.h"
+#include "fingerprint.h"
 #include "knobs.h"
 #include "ranks.h"
 #include "verify.h"
@@ -101,6 +102,25 @@ static int check_uploaded_x(cpb_ctx *ctx, const cpb_layer *L, const float *gx, c
     return rc;
 }
 
+/* The fingerprint's norms against those of the gathered results (double sums over the
+ * same stored values): only the order and precision of the sums differ, fp32 on the
+ * device, so they agree far inside any dtype's bar. */
+#define FINGERPRINT_BAR 1e-5
+
+static double fingerprint_error(const cpb_verify_results *res, const double fp[CPB_FP_COUNT])
+{
+    double ss[CPB_FP_COUNT] = {0, 0, 0}, worst = 0;
+    for (int t = 0; t < CPB_VT_COUNT; t++) {
+        int k = t == CPB_VT_Y ? CPB_FP_Y : t == CPB_VT_DX ? CPB_FP_DX : CPB_FP_DW;
+        for (int64_t i = 0; i < res->n[t]; i++) ss[k] += res->t[t][i] * res->t[t][i];
+    }
+    for (int k = 0; k < CPB_FP_COUNT; k++) {
+        double want = sqrt(ss[k]), e = fabs(fp[k] - want) / (want > 0 ? want : 1.0);
+        if (!(e <= worst)) worst = e; /* NaN too */
+    }
+    return worst;
+}
+
 static void dump_path(const char *path, const char *method, int many, char *out, size_t len)
 {
     if (!many) {
@@ -159,6 +179,15 @@ static cpb_verdict run_method(const shared_case *sc, const cpb_method *m, double
         rc = cpb_agree_status(rc, msg, sizeof msg);
         if (rc == CPB_OK) rc = cpb_verify_gather(ctx, &L, &tr, &res, msg, sizeof msg);
     }
+    /* the fingerprint a benchmark row records, from the same outputs: it must equal the
+     * norms of the gathered results (the dW assembly of shards and partial sums included) */
+    double fp[CPB_FP_COUNT] = {NAN, NAN, NAN};
+    if (rc == CPB_OK) {
+        stage = "taking the fingerprint";
+        rc = cpb_fingerprint(ctx, &L, fp);
+        if (rc != CPB_OK) snprintf(msg, sizeof msg, "%s", cpb_errmsg(ctx));
+        rc = cpb_agree_status(rc, msg, sizeof msg);
+    }
     if (ctx) cpb_ctx_destroy(ctx); /* frees every buffer of the trial */
     if (rc != CPB_OK) {
         if (rank == 0) {
@@ -178,6 +207,8 @@ static cpb_verdict run_method(const shared_case *sc, const cpb_method *m, double
             if (!(err[t] <= worst)) worst = err[t];
         }
         *max_err = worst;
+        double fp_err = fingerprint_error(&res, fp);
+        if (!(fp_err <= FINGERPRINT_BAR)) verdict = CPB_VERDICT_FAIL;
         char pk[32], im[32], hp[32];
         fmt_bytes(res.peak, pk, sizeof pk);
         fmt_bytes(res.intermediate, im, sizeof im);
@@ -189,12 +220,15 @@ static cpb_verdict run_method(const shared_case *sc, const cpb_method *m, double
             if (verdict != CPB_VERDICT_PASS) {
                 printf("%-28s %-10s  ", "", "");
                 for (int t = 0; t < CPB_VT_COUNT; t++) printf(" %s %.2e", cpb_vt_names[t], err[t]);
-                printf("\n");
+                printf(" fingerprint %.2e (bar %.0e)\n", fp_err, FINGERPRINT_BAR);
             }
         } else {
             printf("%s:\n  %-6s %12s %10s\n", m->name, "tensor", "rel max err", "bar");
             for (int t = 0; t < CPB_VT_COUNT; t++)
                 printf("  %-6s %12.3e %10.0e  %s\n", cpb_vt_names[t], err[t], bar, err[t] <= bar ? "PASS" : "FAIL");
+            printf("  fingerprint: y_norm %.6g, dx_norm %.6g, dw_norm %.6g; off the gathered results' norms by "
+                   "%.2e (bar %.0e)  %s\n", fp[CPB_FP_Y], fp[CPB_FP_DX], fp[CPB_FP_DW], fp_err, FINGERPRINT_BAR,
+                   fp_err <= FINGERPRINT_BAR ? "PASS" : "FAIL");
             printf("  memory, largest over %d ranks: peak %s (rank %d), intermediate %s, host peak %s (rank %d)\n",
                    p->C, pk, res.peak_rank, im, hp, res.host_rank);
             print_tags("device at the peak", res.dev_at_peak);

@@ -31,7 +31,8 @@ typedef struct opt_def {
     const char *name;
     opt_kind kind;
     size_t off;
-    size_t cap;          /* char array size for OPT_NAME / OPT_METHOD / OPT_MODEL */
+    size_t cap;          /* char array size for OPT_NAME / OPT_METHOD / OPT_MODEL; OPT_FILES: offset
+                            of the file count */
     const char *choices; /* '|'-separated, for OPT_NAME */
     const char *arg, *help;
 } opt_def;
@@ -71,7 +72,8 @@ static const opt_def opts[] = {
     {"--seq-list", OPT_SIZELIST, F(seq_list), 0, NULL, "a,b,c", "sweep: these lengths"},
     {"--dump", OPT_STR, F(dump), 0, NULL, "FILE", "verify: write inputs and results (HDF5)"},
     {"--out", OPT_STR, F(out), 0, NULL, "FILE", "results file (HDF5, appended)"},
-    {"--cases", OPT_FILES, F(cases), 0, NULL, "FILE...", "verify: run the case files' lines for this world size"},
+    {"--cases", OPT_FILES, F(cases), F(n_cases), NULL, "FILE...", "verify: run the case files' lines for this world size"},
+    {"--results", OPT_FILES, F(results), F(n_results), NULL, "FILE...", "fingerprints: the results files to compare"},
     {"--expect-refuse", OPT_FLAG, F(expect_refuse), 0, NULL, NULL, "verify: a refusal passes, acceptance fails"},
 };
 #define NOPTS ((int)(sizeof opts / sizeof opts[0]))
@@ -328,16 +330,17 @@ int cpb_args_parse(int argc, char **argv, cpb_args *a, char *err, size_t err_len
         }
         if (o->kind == OPT_FILES) {
             /* every following argument up to the next option is a file */
-            int n0 = a->n_cases;
-            if (eq && eq[1]) a->cases[a->n_cases++] = eq + 1;
+            const char **files = (const char **)((char *)a + o->off);
+            int *count = (int *)((char *)a + o->cap), n0 = *count;
+            if (eq && eq[1]) files[(*count)++] = eq + 1;
             while (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0) {
-                if (a->n_cases >= CPB_ARGS_MAX_FILES) {
+                if (*count >= CPB_ARGS_MAX_FILES) {
                     snprintf(err, err_len, "%s: more than %d files", o->name, CPB_ARGS_MAX_FILES);
                     return CPB_ERR_INVALID;
                 }
-                a->cases[a->n_cases++] = argv[++i];
+                files[(*count)++] = argv[++i];
             }
-            if (a->n_cases == n0) {
+            if (*count == n0) {
                 snprintf(err, err_len, "%s: missing value (expected %s)", o->name, o->arg);
                 return CPB_ERR_INVALID;
             }

@@ -60,6 +60,8 @@ typedef struct cpb_args {
     const char *out;         /* --out FILE (results) */
     const char *cases[CPB_ARGS_MAX_FILES]; /* --cases FILE... (verify) */
     int n_cases;
+    const char *results[CPB_ARGS_MAX_FILES]; /* --results FILE... (fingerprints) */
+    int n_results;
     /* verify */
     int expect_refuse;       /* --expect-refuse */
     int help;                /* --help / -h */

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "fingerprint.h"
 #include "point.h"
 #include "profile_iter.h"
 #include "progress.h"
@@ -32,6 +33,8 @@ typedef struct sweep_run {
     int64_t nprev;
     cpb_progress prog;
     int errors;                 /* trials with status error */
+    cpb_row *rows;              /* rank 0: this sweep's rows, run or from --out (fingerprints) */
+    int64_t nrows, rows_cap;
     double last_progress;       /* when the last progress line was printed */
 } sweep_run;
 
@@ -63,6 +66,19 @@ static void print_progress(sweep_run *sr, int left, const char *next)
     cpb_progress_format_line(line, sizeof line, &sr->prog, left, next);
     printf("%s\n", line);
     sr->last_progress = now_s();
+}
+
+/* rank 0: the rows of the sweep, for the comparison of the methods' fingerprints */
+static void keep_row(sweep_run *sr, const cpb_row *row)
+{
+    if (sr->nrows == sr->rows_cap) {
+        int64_t cap = sr->rows_cap ? 2 * sr->rows_cap : 64;
+        cpb_row *r = realloc(sr->rows, sizeof *r * (size_t)cap);
+        if (!r) return; /* the comparison then sees fewer rows */
+        sr->rows = r;
+        sr->rows_cap = cap;
+    }
+    sr->rows[sr->nrows++] = *row;
 }
 
 /* Run (or find in --out) one point; print and record it.  Returns its status. */
@@ -100,6 +116,7 @@ static cpb_point_status sweep_point(sweep_run *sr, const cpb_method *m, int64_t 
     if (sr->rank != 0) return (cpb_point_status)status;
 
     if (status == CPB_POINT_ERROR) sr->errors++;
+    keep_row(sr, &row);
     char line[512];
     cpb_progress_format_row(line, sizeof line, &row, cached ? "(in --out already)" : "");
     printf("%s\n", line);
@@ -131,6 +148,7 @@ static void teardown(sweep_run *sr)
 {
     if (sr->out) cpb_results_close(sr->out);
     free(sr->prev);
+    free(sr->rows);
     cpb_runner_close(&sr->r);
 }
 
@@ -286,12 +304,19 @@ int cpb_cmd_sweep(const cpb_cli *c)
             fflush(stdout);
         }
     }
+    if (sr->rank == 0 && c->be->has_data) {
+        /* every method at a point had the same inputs: their fingerprints must agree */
+        int compared = 0, bad = cpb_fingerprint_compare(sr->rows, sr->nrows, stdout, &compared);
+        printf("# fingerprints (y, dx, dW norms): %d point%s with several methods, %d where a method disagrees\n",
+               compared, compared == 1 ? "" : "s", bad);
+        sr->errors += bad;
+    }
     if (sr->rank == 0) {
         printf("# done: %d trials (%d run, %d from --out), %d errors\n", sr->prog.done,
                sr->prog.run, sr->prog.done - sr->prog.run, sr->errors);
     }
     err[0] = 0; /* errors of single trials were printed with their rows */
-    rc = sr->errors ? 1 : 0;
+    rc = cpb_agree_bcast_int(sr->errors ? 1 : 0); /* rank 0 counted them */
 out:
     if (rc && err[0] && sr->rank == 0) fprintf(stderr, "cpbench sweep: %s\n", err);
     teardown(sr);

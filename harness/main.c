@@ -34,6 +34,7 @@ static const char *summary(const char *name)
         {"sweep", "lengths until the first OOM, bisected; rows appended to --out"},
         {"selftest", "every op of a backend against the cpu backend (--backend cuda)"},
         {"bench_kernels", "kernel and link micro-benchmarks -> a calibration file for the simulator"},
+        {"fingerprints", "do the methods' numeric fingerprints agree at every point of results files?"},
     };
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (strcmp(known[i][0], name) == 0) return known[i][1];

@@ -264,6 +264,10 @@ int cpb_copy(cpb_ctx *ctx, int stream, cpb_view dst, cpb_view src); /* any dtype
 int cpb_fill(cpb_ctx *ctx, int stream, cpb_view dst, float value);
 /* y = alpha * x + beta * y */
 int cpb_axpby(cpb_ctx *ctx, int stream, float alpha, cpb_view x, float beta, cpb_view y);
+/* out (a 1-element fp32 view) = sum over x of x^2, plus out's old value when accumulate:
+ * the numeric fingerprint of a tensor (sums over the whole view in double, or a tree in
+ * fp32 with double partials, as the backend does) */
+int cpb_sumsq(cpb_ctx *ctx, int stream, cpb_view x, cpb_view out, int accumulate);
 /* deterministic pseudo-random fill: element with logical index i (row-major over the view)
  * gets scale * u(seed, base_index + i), u uniform in [-1, 1) from a counter-based hash */
 int cpb_fill_random(cpb_ctx *ctx, int stream, cpb_view dst, uint64_t seed, int64_t base_index,

@@ -99,6 +99,7 @@ static int cpu_run_op(cpb_ctx *ctx, const cpb_op *op)
     case CPB_OP_FILL: return cpu_fill(ctx, op);
     case CPB_OP_AXPBY: return cpu_axpby(ctx, op);
     case CPB_OP_FILL_RANDOM: return cpu_fill_random(ctx, op);
+    case CPB_OP_SUMSQ: return cpu_sumsq(ctx, op);
     default: break;
     }
     return cpb_fail(ctx, CPB_ERR_UNSUPPORTED, "%s: cpu backend has no op of kind %d", op->name, (int)op->kind);

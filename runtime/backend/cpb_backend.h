@@ -26,6 +26,7 @@ typedef enum cpb_op_kind {
     CPB_OP_FILL,
     CPB_OP_AXPBY,
     CPB_OP_FILL_RANDOM,
+    CPB_OP_SUMSQ,
     CPB_OP_KIND_COUNT
 } cpb_op_kind;
 const char *cpb_op_kind_name(cpb_op_kind k);
@@ -50,6 +51,8 @@ typedef struct cpb_op {
         struct { cpb_view dst; float value; } fill;
         struct { float alpha, beta; cpb_view x, y; } axpby;
         struct { cpb_view dst; uint64_t seed; int64_t base; float scale; } rnd;
+        /* out: 1 fp32 element */
+        struct { cpb_view x, out; int accumulate; } sumsq;
     } u;
 } cpb_op;
 
@@ -148,7 +151,7 @@ typedef struct cpb_backend {
 
 /* Bump when cpb_backend, cpb_op, cpb_coll, cpb_ctx or cpb_ctx_opts change layout: a
  * backend built separately (a plugin) must be built against the same. */
-#define CPB_BACKEND_ABI_VERSION 2
+#define CPB_BACKEND_ABI_VERSION 3
 
 #define CPB_MAX_GROUPS 64
 #define CPB_RANGE_LEN 512

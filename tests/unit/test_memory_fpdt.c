@@ -1,4 +1,4 @@
-/* test_memory_fpdt.c — FPDT's memory behaviour on the simulator (issue 3): its device
+/* test_memory_fpdt.c — FPDT's memory behaviour on the simulator: its device
  * working set is a fixed set of chunk-sized buffers, so the intermediate bytes do not move
  * when S doubles at a fixed chunk, while the pinned host memory holding the finished
  * chunks grows with S.  The expected bytes are written out from the schedule

@@ -1,5 +1,5 @@
 /* test_memory_hybrid.c — the memory of the two-level methods, usp and hupipe (hybrid
- * UPipe), on the simulator (issue 7).  The expected bytes are written out from the
+ * UPipe), on the simulator.  The expected bytes are written out from the
  * schedules (methods/usp, methods/hupipe with methods/common/ring_attn.c) as formulas of
  * S, C, u, D, H, G, d and U, and the simulator's exact tracked bytes must equal them; then
  * the claim follows: at 16 ranks (8 x 2) hupipe's intermediate bytes for qwen3-32b are

@@ -1,4 +1,4 @@
-/* test_memory_tp_metp.c — METP's and TP's memory behaviour on the simulator (issue 3).
+/* test_memory_tp_metp.c — METP's and TP's memory behaviour on the simulator.
  *
  * METP projects one head group at a time, so its q, k, v high-water is exactly one group's
  * q, k, v for the local tokens; TP holds its head group's q, k, v for all S tokens and

@@ -1,5 +1,5 @@
 /* test_memory_ulysses_family.c — the memory behaviour of ulysses, upipe and offload on
- * the simulator (issue 3).  The expected bytes are written out from the schedules
+ * the simulator.  The expected bytes are written out from the schedules
  * (methods/ulysses, methods/upipe, methods/offload) as formulas of S, C, D, H, G, d and
  * the method option, and the simulator's exact tracked bytes must equal them; then the
  * claims follow: upipe's intermediate bytes are below ulysses' when U < H and shrink with

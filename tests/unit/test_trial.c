@@ -1,4 +1,4 @@
-/* test_trial.c — the trial machinery (harness/trial.c) on a single-process cpu context:
+/* test_trial.c — the trial machinery (driver/trial.c) on a single-process cpu context:
  * the device fill of the inputs gives exactly the host-generated global values at the
  * layout's tokens and the shard's heads, and the per-phase memory is measured as trial.h
  * says (forward peak, backward peak from the end of forward, whole trial = the max). */

@@ -265,7 +265,7 @@ static int write_calibration(const char *path, const char *gpu, int64_t mem, int
     time_t t = time(NULL);
     char date[64];
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
-    fprintf(f, "# cpbench bench-kernels calibration (harness/gpu_profiles.h lists the keys)\n");
+    fprintf(f, "# cpbench bench-kernels calibration (driver/gpu_profiles.h lists the keys)\n");
     fprintf(f, "# gpu: %s\n# date: %s\n# ranks: %d\n", gpu, date, world);
     fprintf(f, "mem_gib = %.3f\n", mem / 1073741824.0);
     fprintf(f, "num_sms = %d\n", sms);
