@@ -164,7 +164,7 @@ void cpb_knob_option(const cpb_knob *k, char *out, size_t len)
         if (*c == '_') *c = '-';
 }
 
-static int in_choices(const char *v, const char *choices)
+int cpb_in_choices(const char *v, const char *choices)
 {
     size_t n = strlen(v);
     for (const char *c = choices ? choices : ""; *c;) {
@@ -182,7 +182,7 @@ int cpb_knob_parse(const cpb_knob *k, const char *v, cpb_knobs *out, char *err, 
     char opt[64];
     cpb_knob_option(k, opt, sizeof opt);
     if (k->type == CPB_KNOB_CHOICE) {
-        if (!in_choices(v, k->choices) || cpb_knobs_set_str(out, k->name, v) != CPB_OK) {
+        if (!cpb_in_choices(v, k->choices) || cpb_knobs_set_str(out, k->name, v) != CPB_OK) {
             snprintf(err, err_len, "%s '%s': expected one of %s", opt, v, k->choices ? k->choices : "(none)");
             return CPB_ERR_INVALID;
         }

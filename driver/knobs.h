@@ -34,6 +34,9 @@ int cpb_knob_tables_agree(char *err, size_t err_len);
  * "131072", "128K", "1.5M" (must come out integral).  Returns 0, or -1 if malformed. */
 int cpb_parse_size(const char *s, int64_t *out);
 
+/* 1 when v is one of the '|'-separated choices ("cpu|sim|cuda") */
+int cpb_in_choices(const char *v, const char *choices);
+
 /* "--head-chunk" for head_chunk */
 void cpb_knob_option(const cpb_knob *k, char *out, size_t len);
 /* Parse v as a value of k into out (by name).  CPB_ERR_INVALID with a message that names the

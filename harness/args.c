@@ -100,19 +100,6 @@ static int parse_int(const char *s, int allow_zero, int *out)
     return 0;
 }
 
-static int in_choices(const char *v, const char *choices)
-{
-    size_t n = strlen(v);
-    for (const char *c = choices; *c;) {
-        const char *bar = strchr(c, '|');
-        size_t len = bar ? (size_t)(bar - c) : strlen(c);
-        if (len == n && strncmp(c, v, n) == 0) return 1;
-        if (!bar) break;
-        c = bar + 1;
-    }
-    return 0;
-}
-
 static const char *method_names(void)
 {
     static char names[512];
@@ -210,7 +197,7 @@ static int parse_value(const opt_def *o, const char *v, cpb_args *a, char *err, 
             snprintf(err, err_len, "%s '%s': empty or longer than %zu characters", o->name, v, o->cap - 1);
             return -1;
         }
-        if (o->kind == OPT_NAME && o->choices[0] && !in_choices(v, o->choices)) {
+        if (o->kind == OPT_NAME && o->choices[0] && !cpb_in_choices(v, o->choices)) {
             snprintf(err, err_len, "%s '%s': expected one of %s", o->name, v, o->choices);
             return -1;
         }
