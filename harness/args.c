@@ -210,6 +210,7 @@ static int parse_value(const opt_def *o, const char *v, cpb_args *a, char *err, 
         }
         if (o->kind == OPT_METHOD && check_methods(v, err, err_len) != 0) return -1;
         if (o->kind == OPT_BACKEND) {
+            a->backend_given = 1;
             if (!cpb_backend_known(v)) {
                 char why[256];
                 cpb_backend_find(v, why, sizeof why);

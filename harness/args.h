@@ -36,6 +36,7 @@ typedef struct cpb_args {
     cpb_knobs knobs;
     /* where it runs */
     char backend[8];         /* --backend cpu|sim|cuda (default cpu) */
+    int backend_given;       /* --backend was on the command line */
     int gpus;                /* --gpus N (sim world size; 0 = not given) */
     int gpus_per_node;       /* --gpus-per-node N (0 = default 8) */
     char gpu[32];            /* --gpu PROFILE (sim; "" = default profile) */
