@@ -1,7 +1,8 @@
-/* cuda_loader.c — opens the cuda backend plugin on first use (cuda_loader.h) and forwards
- * the functions of cpb_cuda.h to it, so that cpbench links no CUDA library: `cpbench list`
- * and the cpu and sim backends work where CUDA is absent, and --backend cuda says exactly
- * which library is missing and where it was looked for. */
+/* cuda_loader.c — opens the cuda backend plugin on first use (cuda_loader.h) and hands out
+ * the backend table it returns, whose hooks (cpb_backend.h) are all cpbench asks of it, so
+ * that cpbench links no CUDA library: `cpbench list` and the cpu and sim backends work
+ * where CUDA is absent, and --backend cuda says exactly which library is missing and where
+ * it was looked for. */
 #include "cuda_loader.h"
 
 #include <dlfcn.h>
@@ -12,7 +13,6 @@
 #include <unistd.h>
 
 #include "cpb_backend.h"
-#include "cuda/cpb_cuda.h"
 #include "cuda/cpb_cuda_plugin.h"
 #include "lib_search.h"
 
@@ -42,21 +42,15 @@ static const struct {
     {"cuDNN", "libcudnn.so.9", 0},
 };
 
-/* the functions of cpb_cuda.h, as the plugin defines them */
-#define CPB_CUDA_FORWARDED(X)                                                                   \
-    X(device_count) X(device_info) X(ctx_device) X(set_attn_generic) X(mem_highwater) X(mem_reset_highwater) \
-        X(print_device_props)
-
 static struct {
     int tried, found, asked; /* asked: CPB_CUDA_PLUGIN names one */
     char path[PATH_MAX];
     char msg[8192];  /* why the backend is unavailable */
     char libs[3072]; /* which NVIDIA libraries it uses, from where */
     void *handle;
-    const cpb_backend *be;
-#define X(f) __typeof__(cpb_cuda_##f) *f;
-    CPB_CUDA_FORWARDED(X)
-#undef X
+    const cpb_backend *plugin; /* the plugin's own table */
+    cpb_backend be;            /* what cpbench uses: that table, with the probe below */
+    int loaded;
 } st;
 
 static cpb_lib_places places;
@@ -132,6 +126,27 @@ static void describe_libs(void)
     }
 }
 
+/* cudart found no device: say so plainly when the reason is that there is no driver */
+static void driver_hint(char *why, size_t len)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    if (!h) h = dlopen("libcuda.so.1", RTLD_LAZY);
+    if (h) {
+        dlclose(h);
+        return;
+    }
+    size_t l = strlen(why);
+    snprintf(why + l, len - l, "%sno NVIDIA driver on this machine (libcuda.so.1 not found)", l ? "; " : "");
+}
+
+/* the plugin's probe, and why there is no device when the driver is missing */
+static int probe_with_hint(char *why, size_t why_len)
+{
+    int n = st.plugin->probe(why, why_len);
+    if (n <= 0 && why && why_len) driver_hint(why, why_len);
+    return n;
+}
+
 static void load(void)
 {
     if (st.tried) return;
@@ -168,17 +183,11 @@ static void load(void)
                  st.path, abi ? *abi : -1, CPB_CUDA_PLUGIN_ABI);
         return;
     }
-#define X(f)                                                                                           \
-    st.f = (__typeof__(cpb_cuda_##f) *)dlsym(st.handle, "cpb_cuda_" #f);                               \
-    if (!st.f) {                                                                                       \
-        snprintf(st.msg, sizeof st.msg, "the plugin %s lacks cpb_cuda_" #f ": use the plugin built with " \
-                 "this cpbench", st.path);                                                             \
-        return;                                                                                        \
-    }
-    CPB_CUDA_FORWARDED(X)
-#undef X
     describe_libs();
-    st.be = be;
+    st.plugin = be;
+    st.be = *be;
+    if (be->probe) st.be.probe = probe_with_hint;
+    st.loaded = 1;
 }
 
 /* ---------------------------------------------------------------- the backend */
@@ -193,14 +202,28 @@ static void unavailable_finalize(cpb_ctx *ctx)
     (void)ctx;
 }
 
-/* what --backend cuda gets when the plugin does not load: a backend whose start-up fails
- * with the reason, so that every command reports it the way it reports a missing GPU */
-static const cpb_backend unavailable = {.name = "cuda", .init = unavailable_init, .finalize = unavailable_finalize};
+static int unavailable_probe(char *why, size_t why_len)
+{
+    if (why && why_len) snprintf(why, why_len, "%s", st.msg);
+    return 0;
+}
+
+/* what --backend cuda gets when the plugin does not load: a backend with the cuda
+ * backend's capabilities whose probe finds no device and whose start-up fails, both with
+ * the reason, so that every command reports it the way it reports a missing GPU */
+static const cpb_backend unavailable = {
+    .name = "cuda",
+    .has_data = 1,
+    .mpi_world = 1,
+    .init = unavailable_init,
+    .finalize = unavailable_finalize,
+    .probe = unavailable_probe,
+};
 
 const cpb_backend *cpb_backend_cuda_get(void)
 {
     load();
-    if (st.be) return st.be;
+    if (st.loaded) return &st.be;
     return COMPILED_IN || st.found || st.asked ? &unavailable : NULL;
 }
 
@@ -208,76 +231,11 @@ int cpb_cuda_plugin_describe(char *out, size_t len)
 {
     load();
     const char *built = COMPILED_IN ? "compiled in" : "not compiled into this build";
-    if (st.be)
+    if (st.loaded)
         snprintf(out, len, "%s; plugin %s loaded; %s", built, st.path, st.libs);
     else if (st.found || st.asked || COMPILED_IN)
         snprintf(out, len, "%s; %s", built, st.msg);
     else
         snprintf(out, len, "not compiled in (no CUDA toolkit at build time)");
-    return st.be != NULL;
-}
-
-/* ---------------------------------------------------------------- cpb_cuda.h, forwarded */
-
-/* cudart found no device: say so plainly when the reason is that there is no driver */
-static void driver_hint(char *why, size_t len)
-{
-    void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-    if (!h) h = dlopen("libcuda.so.1", RTLD_LAZY);
-    if (h) {
-        dlclose(h);
-        return;
-    }
-    size_t l = strlen(why);
-    snprintf(why + l, len - l, "%sno NVIDIA driver on this machine (libcuda.so.1 not found)", l ? "; " : "");
-}
-
-int cpb_cuda_device_count(char *why, size_t why_len)
-{
-    load();
-    if (!st.be) {
-        if (why && why_len) snprintf(why, why_len, "%s", st.msg);
-        return 0;
-    }
-    int n = st.device_count(why, why_len);
-    if (n <= 0 && why && why_len) driver_hint(why, why_len);
-    return n;
-}
-
-int cpb_cuda_device_info(int dev, char *name, size_t name_len, int64_t *total_bytes, int *num_sms)
-{
-    load();
-    if (st.be) return st.device_info(dev, name, name_len, total_bytes, num_sms);
-    if (name && name_len) snprintf(name, name_len, "unknown");
-    if (total_bytes) *total_bytes = 0;
-    if (num_sms) *num_sms = 0;
-    return CPB_ERR_UNSUPPORTED;
-}
-
-int cpb_cuda_ctx_device(const cpb_ctx *ctx)
-{
-    return st.be ? st.ctx_device(ctx) : -1;
-}
-
-int cpb_cuda_set_attn_generic(cpb_ctx *ctx, int generic)
-{
-    return st.be ? st.set_attn_generic(ctx, generic) : CPB_ERR_INVALID;
-}
-
-int cpb_cuda_mem_highwater(cpb_ctx *ctx, int64_t *reserved, int64_t *device_used)
-{
-    return st.be ? st.mem_highwater(ctx, reserved, device_used) : CPB_ERR_INVALID;
-}
-
-int cpb_cuda_mem_reset_highwater(cpb_ctx *ctx)
-{
-    return st.be ? st.mem_reset_highwater(ctx) : CPB_ERR_INVALID;
-}
-
-int cpb_cuda_print_device_props(int dev, FILE *out)
-{
-    load();
-    if (st.be) return st.print_device_props(dev, out);
-    fprintf(out, "# device %d: %s\n", dev, st.msg);
-    return CPB_ERR_UNSUPPORTED;
+    return st.loaded;
 }

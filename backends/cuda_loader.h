@@ -1,7 +1,7 @@
 /* cuda_loader.h — cpbench's side of the cuda plugin (backends/cuda/cpb_cuda_plugin.h): finds
  * libcpb_cuda.so, makes NVIDIA's libraries it needs loadable (lib_search.h), opens it, and
- * hands out its backend (cpb_backend_cuda_get) and the functions of cpb_cuda.h.  Nothing
- * is loaded until one of those is first called. */
+ * hands out its backend (cpb_backend_cuda_get, registry.h), whose hooks are all cpbench
+ * asks of it.  Nothing is loaded until one of these is first called. */
 #ifndef CPB_CUDA_LOADER_H
 #define CPB_CUDA_LOADER_H
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cpb_presets.h"
+#include "registry.h"
 
 typedef enum opt_kind {
     OPT_FLAG,     /* int set to 1 */
@@ -20,6 +21,7 @@ typedef enum opt_kind {
     OPT_NAME,     /* copied into a char array, checked against `choices` ("" = free) */
     OPT_METHOD,   /* name, comma list or all; each name checked against the registry */
     OPT_MODEL,    /* preset name */
+    OPT_BACKEND,  /* a backend this build knows of (registry.h; it may still be absent) */
     OPT_DTYPE,
     OPT_SIZELIST, /* a,b,c */
     OPT_FILES,    /* FILE... up to the next option */
@@ -29,7 +31,8 @@ typedef struct opt_def {
     const char *name;
     opt_kind kind;
     size_t off;
-    size_t cap;          /* char array size for OPT_NAME / OPT_METHOD / OPT_MODEL */
+    size_t cap;          /* char array size for OPT_NAME / OPT_METHOD / OPT_MODEL; OPT_FILES: offset
+                            of the file count */
     const char *choices; /* '|'-separated, for OPT_NAME */
     const char *arg, *help;
 } opt_def;
@@ -48,22 +51,13 @@ static const opt_def opts[] = {
     {"--seq", OPT_SIZE, F(seq), 0, NULL, "S", "global sequence length (128K = 131072)"},
     {"--dtype", OPT_DTYPE, F(dtype), 0, NULL, "fp32|bf16", "storage dtype (default bf16)"},
     {"--seed", OPT_UINT64, F(seed), 0, NULL, "N", "input seed (default 1)"},
-    {"--head-chunk", OPT_INT, F(head_chunk), 0, NULL, "U", "upipe: query heads per stage"},
-    {"--seq-chunk", OPT_SIZE, F(seq_chunk), 0, NULL, "N", "fpdt: global tokens per chunk"},
-    {"--offload-group", OPT_INT, F(offload_group), 0, NULL, "N", "offload: heads per backward group"},
-    {"--ulysses-degree", OPT_INT, F(ulysses_degree), 0, NULL, "N", "usp/hybrid: Ulysses group size"},
-    {"--fpdt-impl", OPT_NAME, F(fpdt_impl), CAP(fpdt_impl), "deepspeed|pipelined", "deepspeed|pipelined",
-     "fpdt: DeepSpeed's schedule (default) or the pipelined one"},
-    {"--backend", OPT_NAME, F(backend), CAP(backend), "cpu|sim|cuda", "cpu|sim|cuda", "backend (default cpu)"},
+    {"--backend", OPT_BACKEND, F(backend), CAP(backend), NULL, "cpu|sim|cuda", "backend (default cpu)"},
     {"--gpus", OPT_INT, F(gpus), 0, NULL, "N", "simulated world size"},
     {"--gpus-per-node", OPT_INT, F(gpus_per_node), 0, NULL, "N", "GPUs per node (default 8)"},
     {"--gpu", OPT_NAME, F(gpu), CAP(gpu), "", "PROFILE", "sim GPU profile (h100-sxm, h200, a100-80g, a100-40g)"},
     {"--scope", OPT_NAME, F(scope), CAP(scope), "layer|model", "layer|model", "sim: one layer or whole-model estimate"},
     {"--mem-cap", OPT_SIZE, F(mem_cap), 0, NULL, "BYTES", "device memory capacity (80G ok)"},
     {"--host-mem-cap", OPT_SIZE, F(host_mem_cap), 0, NULL, "BYTES", "pinned host capacity per rank"},
-    {"--host-ram", OPT_SIZE, F(host_ram), 0, NULL, "BYTES", "sim: host memory of a node (2T; default: the profile's)"},
-    {"--framework", OPT_NAME, F(framework), CAP(framework), "torchtitan|deepspeed", "torchtitan|deepspeed",
-     "sim model scope: training setup (default torchtitan)"},
     {"--comm", OPT_NAME, F(comm), CAP(comm), "nccl|mpi", "nccl|mpi", "cuda collectives (default nccl)"},
     {"--calibration", OPT_STR, F(calibration), 0, NULL, "FILE", "sim: measured profile constants"},
     {"--no-race-check", OPT_FLAG, F(no_race_check), 0, NULL, NULL, "skip the stream-race check"},
@@ -78,7 +72,8 @@ static const opt_def opts[] = {
     {"--seq-list", OPT_SIZELIST, F(seq_list), 0, NULL, "a,b,c", "sweep: these lengths"},
     {"--dump", OPT_STR, F(dump), 0, NULL, "FILE", "verify: write inputs and results (HDF5)"},
     {"--out", OPT_STR, F(out), 0, NULL, "FILE", "results file (HDF5, appended)"},
-    {"--cases", OPT_FILES, F(cases), 0, NULL, "FILE...", "verify: run the case files' lines for this world size"},
+    {"--cases", OPT_FILES, F(cases), F(n_cases), NULL, "FILE...", "verify: run the case files' lines for this world size"},
+    {"--results", OPT_FILES, F(results), F(n_results), NULL, "FILE...", "fingerprints: the results files to compare"},
     {"--expect-refuse", OPT_FLAG, F(expect_refuse), 0, NULL, NULL, "verify: a refusal passes, acceptance fails"},
 };
 #define NOPTS ((int)(sizeof opts / sizeof opts[0]))
@@ -97,57 +92,11 @@ void cpb_args_defaults(cpb_args *a)
     a->factor = 2.0;
 }
 
-int cpb_parse_size(const char *s, int64_t *out)
-{
-    if (!s || !*s || *s == '-' || *s == '+') return -1;
-    size_t n = strlen(s);
-    int64_t mult = 1;
-    switch (s[n - 1]) {
-    case 'K': case 'k': mult = 1024; n--; break;
-    case 'M': case 'm': mult = 1024 * 1024; n--; break;
-    case 'G': case 'g': mult = 1024 * 1024 * 1024; n--; break;
-    case 'T': case 't': mult = (int64_t)1 << 40; n--; break;
-    default: break;
-    }
-    if (n == 0 || n > 40) return -1;
-    char num[48];
-    memcpy(num, s, n);
-    num[n] = 0;
-    if (strspn(num, "0123456789") == n) {
-        /* plain integer: exact, no floating point */
-        errno = 0;
-        char *end;
-        unsigned long long v = strtoull(num, &end, 10);
-        if (errno || *end || v > (unsigned long long)(INT64_MAX / mult)) return -1;
-        *out = (int64_t)v * mult;
-        return 0;
-    }
-    if (strspn(num, "0123456789.") != n || strchr(num, '.') != strrchr(num, '.')) return -1;
-    char *end;
-    double v = strtod(num, &end) * (double)mult;
-    if (*end || !(v >= 0) || v > 9.0e18 || v != floor(v)) return -1;
-    *out = (int64_t)v;
-    return 0;
-}
-
 static int parse_int(const char *s, int allow_zero, int *out)
 {
     int64_t v;
     if (cpb_parse_size(s, &v) != 0 || v > 0x7fffffff || (!allow_zero && v == 0)) return -1;
     *out = (int)v;
-    return 0;
-}
-
-static int in_choices(const char *v, const char *choices)
-{
-    size_t n = strlen(v);
-    for (const char *c = choices; *c;) {
-        const char *bar = strchr(c, '|');
-        size_t len = bar ? (size_t)(bar - c) : strlen(c);
-        if (len == n && strncmp(c, v, n) == 0) return 1;
-        if (!bar) break;
-        c = bar + 1;
-    }
     return 0;
 }
 
@@ -243,11 +192,12 @@ static int parse_value(const opt_def *o, const char *v, cpb_args *a, char *err, 
     case OPT_NAME:
     case OPT_MODEL:
     case OPT_METHOD:
+    case OPT_BACKEND:
         if (strlen(v) >= o->cap || !*v) {
             snprintf(err, err_len, "%s '%s': empty or longer than %zu characters", o->name, v, o->cap - 1);
             return -1;
         }
-        if (o->kind == OPT_NAME && o->choices[0] && !in_choices(v, o->choices)) {
+        if (o->kind == OPT_NAME && o->choices[0] && !cpb_in_choices(v, o->choices)) {
             snprintf(err, err_len, "%s '%s': expected one of %s", o->name, v, o->choices);
             return -1;
         }
@@ -259,6 +209,15 @@ static int parse_value(const opt_def *o, const char *v, cpb_args *a, char *err, 
             }
         }
         if (o->kind == OPT_METHOD && check_methods(v, err, err_len) != 0) return -1;
+        if (o->kind == OPT_BACKEND) {
+            a->backend_given = 1;
+            if (!cpb_backend_known(v)) {
+                char why[256];
+                cpb_backend_find(v, why, sizeof why);
+                snprintf(err, err_len, "--backend: %s", why);
+                return -1;
+            }
+        }
         snprintf(base, o->cap, "%s", v);
         return 0;
     case OPT_DTYPE:
@@ -302,6 +261,17 @@ static int parse_value(const opt_def *o, const char *v, cpb_args *a, char *err, 
     return 0;
 }
 
+/* the knob whose option is `name` ("--head-chunk"), NULL when none is */
+static const cpb_knob *knob_named(const char *name)
+{
+    for (int i = 0; i < cpb_knob_count(); i++) {
+        char opt[64];
+        cpb_knob_option(cpb_knob_at(i), opt, sizeof opt);
+        if (strcmp(opt, name) == 0) return cpb_knob_at(i);
+    }
+    return NULL;
+}
+
 int cpb_args_parse(int argc, char **argv, cpb_args *a, char *err, size_t err_len)
 {
     for (int i = 0; i < argc; i++) {
@@ -320,6 +290,16 @@ int cpb_args_parse(int argc, char **argv, cpb_args *a, char *err, size_t err_len
         const opt_def *o = NULL;
         for (int k = 0; k < NOPTS; k++)
             if (strcmp(opts[k].name, name) == 0) o = &opts[k];
+        const cpb_knob *knob = o ? NULL : knob_named(name);
+        if (knob) { /* a method option, from the methods' tables */
+            const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!v) {
+                snprintf(err, err_len, "%s: missing value (expected %s)", name, knob->arg ? knob->arg : "a value");
+                return CPB_ERR_INVALID;
+            }
+            if (cpb_knob_parse(knob, v, &a->knobs, err, err_len) != CPB_OK) return CPB_ERR_INVALID;
+            continue;
+        }
         if (!o) {
             if (strncmp(arg, "-", 1) == 0)
                 snprintf(err, err_len, "unknown option '%s'; `cpbench --help` lists the options", name);
@@ -338,16 +318,17 @@ int cpb_args_parse(int argc, char **argv, cpb_args *a, char *err, size_t err_len
         }
         if (o->kind == OPT_FILES) {
             /* every following argument up to the next option is a file */
-            int n0 = a->n_cases;
-            if (eq && eq[1]) a->cases[a->n_cases++] = eq + 1;
+            const char **files = (const char **)((char *)a + o->off);
+            int *count = (int *)((char *)a + o->cap), n0 = *count;
+            if (eq && eq[1]) files[(*count)++] = eq + 1;
             while (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0) {
-                if (a->n_cases >= CPB_ARGS_MAX_FILES) {
+                if (*count >= CPB_ARGS_MAX_FILES) {
                     snprintf(err, err_len, "%s: more than %d files", o->name, CPB_ARGS_MAX_FILES);
                     return CPB_ERR_INVALID;
                 }
-                a->cases[a->n_cases++] = argv[++i];
+                files[(*count)++] = argv[++i];
             }
-            if (a->n_cases == n0) {
+            if (*count == n0) {
                 snprintf(err, err_len, "%s: missing value (expected %s)", o->name, o->arg);
                 return CPB_ERR_INVALID;
             }
@@ -370,15 +351,41 @@ int cpb_args_parse(int argc, char **argv, cpb_args *a, char *err, size_t err_len
 void cpb_args_ctx_opts(const cpb_args *a, cpb_ctx_opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->backend = a->backend;
-    o->use_mpi = 1;
     o->capacity = a->mem_cap;
     o->host_capacity = a->host_mem_cap;
     o->race_check = !a->no_race_check;
     o->comm = a->comm[0] ? a->comm : NULL;
 }
 
-int cpb_args_problem(const cpb_args *a, int C, cpb_problem *p, char *err, size_t err_len)
+void cpb_args_sim_opts(const cpb_args *a, cpb_sim_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->gpu = a->gpu[0] ? a->gpu : NULL;
+    o->calibration = a->calibration;
+    o->gpus_per_node = a->gpus_per_node;
+    o->mem_cap = a->mem_cap;
+    o->host_mem_cap = a->host_mem_cap;
+    o->no_race_check = a->no_race_check;
+}
+
+void cpb_args_runner_opts(const cpb_args *a, const cpb_backend *be, const char *exe, int nopts, char **opts,
+                          cpb_runner_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->be = be;
+    o->gpus = a->gpus;
+    cpb_args_sim_opts(a, &o->sim);
+    cpb_args_ctx_opts(a, &o->ctx);
+    o->warmup = a->warmup;
+    o->iters = a->iters;
+    o->seed = a->seed;
+    o->isolate = a->isolate;
+    o->exe = exe;
+    o->nopts = nopts;
+    o->opts = opts;
+}
+
+int cpb_args_problem(const cpb_args *a, const cpb_method *m, int C, cpb_problem *p, char *err, size_t err_len)
 {
     memset(p, 0, sizeof *p);
     if (!a->model[0]) {
@@ -398,11 +405,6 @@ int cpb_args_problem(const cpb_args *a, int C, cpb_problem *p, char *err, size_t
     p->S = a->seq;
     p->C = C;
     p->dtype = a->dtype;
-    p->head_chunk = a->head_chunk;
-    p->seq_chunk = a->seq_chunk;
-    p->offload_group = a->offload_group;
-    p->ulysses_degree = a->ulysses_degree;
-    p->fpdt_impl = strcmp(a->fpdt_impl, "pipelined") == 0 ? CPB_FPDT_PIPELINED : CPB_FPDT_DEEPSPEED;
     if (p->S <= 0) {
         snprintf(err, err_len, "--seq is required: the global sequence length, e.g. --seq 128K");
         return CPB_ERR_INVALID;
@@ -434,24 +436,7 @@ int cpb_args_problem(const cpb_args *a, int C, cpb_problem *p, char *err, size_t
                  (long long)p->S, C, C);
         return CPB_ERR_INVALID;
     }
-    if (p->seq_chunk && (p->seq_chunk % C || p->S % p->seq_chunk)) {
-        snprintf(err, err_len, "--seq-chunk %lld must divide --seq %lld and be a multiple of the %d ranks",
-                 (long long)p->seq_chunk, (long long)p->S, C);
-        return CPB_ERR_INVALID;
-    }
-    if (p->head_chunk && p->H % p->head_chunk) {
-        snprintf(err, err_len, "--head-chunk %d must divide the %d query heads", p->head_chunk, p->H);
-        return CPB_ERR_INVALID;
-    }
-    if (p->offload_group && p->offload_group > p->H) {
-        snprintf(err, err_len, "--offload-group %d is more than the %d query heads", p->offload_group, p->H);
-        return CPB_ERR_INVALID;
-    }
-    if (p->ulysses_degree && C % p->ulysses_degree) {
-        snprintf(err, err_len, "--ulysses-degree %d must divide the %d ranks", p->ulysses_degree, C);
-        return CPB_ERR_INVALID;
-    }
-    return CPB_OK;
+    return m ? cpb_knobs_apply(m, &a->knobs, p, err, err_len) : CPB_OK;
 }
 
 int cpb_args_methods(const cpb_args *a, const cpb_method **out, int max, char *err, size_t err_len)
@@ -499,5 +484,20 @@ void cpb_args_usage(FILE *f)
         snprintf(left, sizeof left, "%s%s%s", opts[k].name, opts[k].arg ? " " : "",
                  opts[k].arg ? opts[k].arg : "");
         fprintf(f, "  %-28s %s\n", left, opts[k].help);
+    }
+    fprintf(f, "Method options (each method takes its own; see `cpbench list`) and the simulator's:\n");
+    for (int i = 0; i < cpb_knob_count(); i++) {
+        const cpb_knob *k = cpb_knob_at(i);
+        char left[64], who[256] = "";
+        cpb_knob_option(k, left, sizeof left);
+        size_t n = strlen(left);
+        snprintf(left + n, sizeof left - n, " %s", k->arg ? k->arg : "V");
+        for (int j = 0, w = 0; j < cpb_method_count(); j++)
+            for (const cpb_knob *mk = cpb_method_at(j)->knobs; mk && mk->name; mk++)
+                if (strcmp(mk->name, k->name) == 0) {
+                    size_t l = strlen(who);
+                    snprintf(who + l, sizeof who - l, "%s%s", w++ ? ", " : "", cpb_method_at(j)->name);
+                }
+        fprintf(f, "  %-28s %s: %s\n", left, who[0] ? who : cpb_knob_points_name(k), k->help ? k->help : "");
     }
 }

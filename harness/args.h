@@ -10,6 +10,9 @@
 #include "cpb.h"
 #include "cpb_backend.h"
 #include "cpb_method.h"
+#include "knobs.h"
+#include "point.h"
+#include "sim_layer.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -28,22 +31,18 @@ typedef struct cpb_args {
     int64_t seq;             /* --seq (global tokens); 0 = not given */
     cpb_dtype dtype;         /* --dtype fp32|bf16 (default bf16) */
     uint64_t seed;           /* --seed (default 1) */
-    /* method options (0 = the method's default) */
-    int head_chunk;          /* --head-chunk U (upipe) */
-    int64_t seq_chunk;       /* --seq-chunk N (fpdt; global tokens) */
-    int offload_group;       /* --offload-group N (offload) */
-    int ulysses_degree;      /* --ulysses-degree N (usp, hybrid upipe) */
-    char fpdt_impl[16];      /* --fpdt-impl deepspeed|pipelined (fpdt; "" = deepspeed) */
+    /* method options as given (--head-chunk 8, ...: the knobs of the method tables,
+     * knobs.h); each method takes its own, the rest keep their defaults */
+    cpb_knobs knobs;
     /* where it runs */
     char backend[8];         /* --backend cpu|sim|cuda (default cpu) */
+    int backend_given;       /* --backend was on the command line */
     int gpus;                /* --gpus N (sim world size; 0 = not given) */
     int gpus_per_node;       /* --gpus-per-node N (0 = default 8) */
     char gpu[32];            /* --gpu PROFILE (sim; "" = default profile) */
     char scope[8];           /* --scope layer|model (default layer) */
     int64_t mem_cap;         /* --mem-cap BYTES (0 = the device's) */
     int64_t host_mem_cap;    /* --host-mem-cap BYTES (0 = unlimited / profile) */
-    int64_t host_ram;        /* --host-ram BYTES: host memory of a node (sim; 0 = profile's) */
-    char framework[16];      /* --framework torchtitan|deepspeed (sim model scope; "" = default) */
     char comm[8];            /* --comm nccl|mpi (cuda; default nccl) */
     const char *calibration; /* --calibration FILE */
     int no_race_check;       /* --no-race-check */
@@ -62,6 +61,8 @@ typedef struct cpb_args {
     const char *out;         /* --out FILE (results) */
     const char *cases[CPB_ARGS_MAX_FILES]; /* --cases FILE... (verify) */
     int n_cases;
+    const char *results[CPB_ARGS_MAX_FILES]; /* --results FILE... (fingerprints) */
+    int n_results;
     /* verify */
     int expect_refuse;       /* --expect-refuse */
     int help;                /* --help / -h */
@@ -74,17 +75,22 @@ void cpb_args_defaults(cpb_args *a);
  * CPB_OK or CPB_ERR_INVALID with a message in err. */
 int cpb_args_parse(int argc, char **argv, cpb_args *a, char *err, size_t err_len);
 
-/* A size: a non-negative integer with an optional binary suffix K, M, G (or k, m, g):
- * "131072", "128K", "1.5M" (must come out integral).  Returns 0, or -1 if malformed. */
-int cpb_parse_size(const char *s, int64_t *out);
 
-/* Build the problem for world size C: preset (--model) + overrides + sequence + dtype +
- * method options, with basic validation (H % G, S % C, even head dim, ...).  Returns
+/* Build the problem of method m for world size C: preset (--model) + overrides + sequence +
+ * dtype + m's knobs (the given ones, else their defaults; cpb_knobs_apply), with basic
+ * validation (H % G, S % C, even head dim, the knobs' checks).  m NULL: no knobs.  Returns
  * CPB_OK or CPB_ERR_INVALID with a message naming the option and the constraint. */
-int cpb_args_problem(const cpb_args *a, int C, cpb_problem *p, char *err, size_t err_len);
-/* context options of a measured run under mpirun (--backend, --mem-cap, --host-mem-cap,
- * --comm, --no-race-check) */
+int cpb_args_problem(const cpb_args *a, const cpb_method *m, int C, cpb_problem *p, char *err, size_t err_len);
+/* context options of a measured run (--mem-cap, --host-mem-cap, --comm, --no-race-check;
+ * use_mpi is the driver's to set) */
 void cpb_args_ctx_opts(const cpb_args *a, cpb_ctx_opts *o);
+/* the simulator's options (--gpu, --calibration, --gpus-per-node, --mem-cap, ...) */
+void cpb_args_sim_opts(const cpb_args *a, cpb_sim_opts *o);
+/* a point runner's options for backend be: the world, the simulator's and the context's
+ * options, the measurement; --isolate with this program's path `exe` and the command's
+ * options `nopts`, `opts` (after the command name) */
+void cpb_args_runner_opts(const cpb_args *a, const cpb_backend *be, const char *exe, int nopts, char **opts,
+                          cpb_runner_opts *o);
 
 /* The methods --method names, in registry order for "all" and in the given order for a
  * list.  Returns the count (>= 1), or -1 with a message (not given, unknown name, too many). */

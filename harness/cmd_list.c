@@ -1,42 +1,55 @@
 /* cmd_list.c — `cpbench list`: methods, model presets, backends compiled in. */
 #include <stdio.h>
-#include <string.h>
 
-#include "args.h"
-#include "cpb_backend.h"
+#include "cli.h"
 #include "cpb_method.h"
 #include "cpb_presets.h"
+#include "knobs.h"
+#include "registry.h"
 
-#include "cuda/cpb_cuda.h"
-#include "cuda_loader.h"
-
-/* what was built, whether the plugin loads and with which libraries, and the devices */
-static void cuda_line(void)
+/* how the build has the backend (the cuda plugin: where it was found, whether it loaded and
+ * with which libraries), what it is, and the devices it sees */
+static void backend_line(int i)
 {
-    char what[8192], why[8192] = "";
-    if (!cpb_cuda_plugin_describe(what, sizeof what)) {
-        printf("  %-6s %s\n", "cuda", what);
+    char why[8192] = "", how[8192] = "";
+    const char *name = cpb_backend_name_at(i);
+    const cpb_backend *be = cpb_backend_at(i, why, sizeof why);
+    if (!be) {
+        printf("  %-6s %s\n", name, why);
         return;
     }
-    int n = cpb_cuda_device_count(why, sizeof why);
-    if (n > 0)
-        printf("  %-6s %s; %d device%s present\n", "cuda", what, n, n == 1 ? "" : "s");
-    else
-        printf("  %-6s %s; no usable device (%s)\n", "cuda", what, why[0] ? why : "none found");
+    int loaded = cpb_backend_describe_at(i, how, sizeof how);
+    printf("  %-6s %s", name, how);
+    if (!loaded) {
+        printf("\n");
+        return;
+    }
+    if (be->summary) printf(": %s", be->summary);
+    if (be->probe) {
+        int n = be->probe(why, sizeof why);
+        if (n > 0) printf("; %d device%s present", n, n == 1 ? "" : "s");
+        else printf("; no usable device (%s)", why[0] ? why : "none found");
+    }
+    printf("\n");
 }
 
-int cpb_cmd_list(int argc, char **argv)
+int cpb_cmd_list(const cpb_cli *c)
 {
-    cpb_args a;
-    char err[1024];
-    cpb_args_defaults(&a);
-    if (cpb_args_parse(argc - 1, argv + 1, &a, err, sizeof err) != CPB_OK) {
-        fprintf(stderr, "cpbench list: %s\n", err);
-        return 2;
-    }
+    (void)c;
     printf("Methods:\n");
-    for (int i = 0; i < cpb_method_count(); i++)
-        printf("  %-10s %s\n", cpb_method_at(i)->name, cpb_method_at(i)->summary);
+    for (int i = 0; i < cpb_method_count(); i++) {
+        const cpb_method *m = cpb_method_at(i);
+        printf("  %-10s %s\n", m->name, m->summary);
+        if (m->knobs && m->knobs[0].name) {
+            printf("  %-10s options:", "");
+            for (const cpb_knob *k = m->knobs; k->name; k++) {
+                char opt[64];
+                cpb_knob_option(k, opt, sizeof opt);
+                printf(" %s %s", opt, k->arg ? k->arg : "V");
+            }
+            printf("\n");
+        }
+    }
     if (!cpb_method_count()) printf("  (none compiled in)\n");
     printf("\nModels (attention shapes; override with --hidden --heads --kv-heads --head-dim --rope-base):\n");
     printf("  %-11s %6s %4s %4s %4s %10s  %s\n", "preset", "D", "H", "G", "d", "rope base", "notes");
@@ -46,11 +59,6 @@ int cpb_cmd_list(int argc, char **argv)
                p->rope_base, p->notes);
     }
     printf("\nBackends:\n");
-    printf("  %-6s compiled in (MPI ranks, real math)\n", "cpu");
-    if (cpb_backend_find("sim"))
-        printf("  %-6s compiled in (allocation accounting + timing model, one process)\n", "sim");
-    else
-        printf("  %-6s not compiled in\n", "sim");
-    cuda_line();
+    for (int i = 0; i < cpb_backend_count(); i++) backend_line(i);
     return 0;
 }

@@ -25,7 +25,7 @@ static void num(char *b, size_t n, double v, const char *fmt, int show)
     else snprintf(b, n, "-");
 }
 
-void cpb_progress_format_row(char *buf, size_t len, const cpb_results_row *r, const char *note)
+void cpb_progress_format_row(char *buf, size_t len, const cpb_row *r, const char *note)
 {
     int ok = strcmp(r->status, "ok") == 0;
     int mem = ok || strcmp(r->status, "oom") == 0; /* an OOM row still has its peak so far */

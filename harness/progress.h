@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "results_h5.h"
+#include "row.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -17,7 +17,7 @@ extern "C" {
 /* the two header lines (column names, units) */
 void cpb_progress_header(FILE *f);
 /* one trial's aligned line; `note` ("" or e.g. "cached") goes in the last column */
-void cpb_progress_format_row(char *buf, size_t len, const cpb_results_row *r, const char *note);
+void cpb_progress_format_row(char *buf, size_t len, const cpb_row *r, const char *note);
 /* "1h02m", "3m05s", "12.3s" */
 void cpb_progress_format_duration(char *buf, size_t len, double seconds);
 

@@ -4,12 +4,12 @@
  * `--dtype` given once apply to every line that does not set them).  Format:
  * tests/mpi/cases/README. */
 #include <ctype.h>
-#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "verify.h"
+#include "cli.h"
+#include "ranks.h"
 
 #define MAX_TOKENS 128
 
@@ -35,8 +35,7 @@ typedef struct tally {
 /* one line: skipped unless its np is the world size; counts runs and failures */
 static void run_line(const cpb_args *base, const char *file, int lineno, char *line, int world, tally *t)
 {
-    int rank;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    const int rank = cpb_ranks_rank();
     char *hash = strchr(line, '#');
     if (hash) *hash = 0;
     char *tok[MAX_TOKENS];
@@ -70,22 +69,18 @@ static void run_line(const cpb_args *base, const char *file, int lineno, char *l
         t->failed++;
         return;
     }
-    if (cpb_verify_invocation(&a, label) != 0) t->failed++;
+    if (cpb_cli_verify(&a, label) != 0) t->failed++;
 }
 
-int cpb_verify_cases(const cpb_args *base)
+int cpb_cli_verify_cases(const cpb_args *base)
 {
-    int rank, world;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    const int rank = cpb_ranks_rank(), world = cpb_ranks_size();
     tally t = {0, 0};
     for (int f = 0; f < base->n_cases; f++) {
         const char *path = base->cases[f];
         /* every rank reads the file (all see the same shared file system) */
         FILE *fp = fopen(path, "r");
-        int ok = fp != NULL, all_ok;
-        MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-        if (!all_ok) {
+        if (cpb_agree_status(fp ? 0 : 1, NULL, 0) != 0) {
             if (rank == 0) printf("%s: cannot open the case file on every rank\n", path);
             if (fp) fclose(fp);
             t.failed++;

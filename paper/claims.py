@@ -146,9 +146,10 @@ SETUPS = [
     # 16 GPUs as the paper ran them: Ulysses 8 x ring 2 (usp, hybrid upipe)
     ("qwen3-32b", 16, {
         "ulysses": dict(method="usp", framework="torchtitan", ulysses_degree=8),
-        "ring": dict(method="ring", framework="torchtitan", ulysses_degree=8),
+        # ring and fpdt have no Ulysses degree of their own (a row carries its method's options)
+        "ring": dict(method="ring", framework="torchtitan"),
         "upipe": dict(method="hupipe", framework="torchtitan", ulysses_degree=8),
-        "fpdt": dict(method="fpdt", fpdt_impl="deepspeed", framework="deepspeed", ulysses_degree=8),
+        "fpdt": dict(method="fpdt", fpdt_impl="deepspeed", framework="deepspeed"),
     }),
 ]
 

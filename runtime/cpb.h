@@ -179,7 +179,9 @@ const cpb_mem_stats *cpb_host_mem(const cpb_ctx *ctx);
 
 /* ---------------------------------------------------------------- streams, events, ranges */
 
+/* the stream every context has (id 0): where a method's compute runs */
 #define CPB_STREAM_COMPUTE 0
+#define CPB_MAX_STREAMS 16
 /* Stream by name, created on first use ("comm", "copy", "prefetch", ...). */
 int cpb_stream(cpb_ctx *ctx, const char *name, int *id);
 typedef struct cpb_event { int id; } cpb_event;
@@ -192,9 +194,22 @@ int cpb_sync(cpb_ctx *ctx);
 int cpb_stream_join(cpb_ctx *ctx, int waiter, int on);
 
 /* Named ranges (NVTX on cuda, op names in race reports and sim traces).
- * Name becomes "<outer>/<name>", e.g. "upipe/fwd/stage3/a2a". */
+ * Name becomes "<outer>/<name>", e.g. "upipe/fwd/stage3/a2a".  Methods use CPB_RANGE. */
 int cpb_range_push(cpb_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int cpb_range_pop(cpb_ctx *ctx);
+
+/* Run `call` (an expression that returns a status) inside the range named by the printf
+ * arguments that follow: push, run, pop even when the call failed, then return from the
+ * enclosing function with the first error, as CPB_TRY does.
+ *     CPB_RANGE(ctx, stage(ctx, L, t), "stage%d", t); */
+#define CPB_RANGE(ctx, call, ...)                                                          \
+    do {                                                                                   \
+        CPB_TRY(cpb_range_push((ctx), __VA_ARGS__));                                       \
+        int cpb_range_rc_ = (call);                                                        \
+        int cpb_range_pop_rc_ = cpb_range_pop(ctx);                                        \
+        CPB_TRY(cpb_range_rc_);                                                            \
+        CPB_TRY(cpb_range_pop_rc_);                                                        \
+    } while (0)
 
 /* ---------------------------------------------------------------- compute ops */
 
@@ -251,6 +266,10 @@ int cpb_copy(cpb_ctx *ctx, int stream, cpb_view dst, cpb_view src); /* any dtype
 int cpb_fill(cpb_ctx *ctx, int stream, cpb_view dst, float value);
 /* y = alpha * x + beta * y */
 int cpb_axpby(cpb_ctx *ctx, int stream, float alpha, cpb_view x, float beta, cpb_view y);
+/* out (a 1-element fp32 view) = sum over x of x^2, plus out's old value when accumulate:
+ * the numeric fingerprint of a tensor (sums over the whole view in double, or a tree in
+ * fp32 with double partials, as the backend does) */
+int cpb_sumsq(cpb_ctx *ctx, int stream, cpb_view x, cpb_view out, int accumulate);
 /* deterministic pseudo-random fill: element with logical index i (row-major over the view)
  * gets scale * u(seed, base_index + i), u uniform in [-1, 1) from a counter-based hash */
 int cpb_fill_random(cpb_ctx *ctx, int stream, cpb_view dst, uint64_t seed, int64_t base_index,
@@ -298,9 +317,27 @@ int cpb_download(cpb_ctx *ctx, cpb_view src, float *dst);
 
 #define CPB_MAX_HEADS 512
 
-/* fpdt's two schedules (methods/fpdt/fpdt.h) */
-enum { CPB_FPDT_DEEPSPEED = 0, CPB_FPDT_PIPELINED = 1 };
-const char *cpb_fpdt_impl_name(int impl);
+/* The values of a problem's method options ("knobs"), by name.  Each method declares its
+ * knobs in a table (cpb_method.h: name, type, default, check, help); the command line, the
+ * results columns and the point key are all made from those tables.  An integer knob at 0
+ * means the method's default; a choice knob holds one of its choices. */
+#define CPB_MAX_KNOBS 16
+#define CPB_KNOB_LEN 32
+typedef struct cpb_knob_value {
+    char name[CPB_KNOB_LEN];
+    int64_t i;              /* integer knobs */
+    char s[CPB_KNOB_LEN];   /* choice knobs */
+} cpb_knob_value;
+typedef struct cpb_knobs {
+    int n;
+    cpb_knob_value v[CPB_MAX_KNOBS];
+} cpb_knobs;
+
+/* the value called `name`, NULL when k has none */
+const cpb_knob_value *cpb_knobs_find(const cpb_knobs *k, const char *name);
+/* set (or replace) a value: CPB_ERR_INVALID when k is full or the name too long */
+int cpb_knobs_set_int(cpb_knobs *k, const char *name, int64_t v);
+int cpb_knobs_set_str(cpb_knobs *k, const char *name, const char *v);
 
 typedef struct cpb_problem {
     int64_t S;          /* global sequence length */
@@ -309,16 +346,14 @@ typedef struct cpb_problem {
     double rope_base;
     int C;              /* world size (context-parallel degree) */
     cpb_dtype dtype;    /* storage */
-    /* method options (0 = method default) */
-    int head_chunk;     /* upipe: U query heads per stage */
-    int64_t seq_chunk;  /* fpdt: global tokens per chunk */
-    int offload_group;  /* offload: heads per backward group */
-    int ulysses_degree; /* usp / hybrid upipe */
-    int fpdt_impl;      /* fpdt: CPB_FPDT_DEEPSPEED (0, the default) or CPB_FPDT_PIPELINED */
+    cpb_knobs knobs;    /* method options (the knobs of the method that runs) */
     char model[32];     /* preset name, informational */
 } cpb_problem;
 
 const cpb_problem *cpb_problem_of(const cpb_ctx *ctx);
+/* a knob of p: its value, or 0 / "" when p does not set it (the method's default) */
+int64_t cpb_knob_int(const cpb_problem *p, const char *name);
+const char *cpb_knob_str(const cpb_problem *p, const char *name);
 
 #ifdef __cplusplus
 }

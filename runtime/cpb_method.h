@@ -2,7 +2,9 @@
  * pointers per method, one shared harness) and the layer it runs on.
  *
  * Adding a method: one folder methods/<name>/ defining `const cpb_method cpb_method_<name>`
- * and one line X(<name>) in methods/registry.def.
+ * and one line X(<name>) in methods/registry.def.  A method carries only its schedule: the
+ * harness allocates its state, names its forward and backward ranges and owns the layer's
+ * buffers; shared building blocks are in methods/common/.
  */
 #ifndef CPB_METHOD_H
 #define CPB_METHOD_H
@@ -39,6 +41,42 @@ typedef struct cpb_layer {
                                        overwrites them with this rank's partial */
 } cpb_layer;
 
+/* A method option ("knob"), declared in its method's table.  The option on the command line
+ * is --name with '-' for '_' (--head-chunk), the results column and the point-key field are
+ * `name`; methods that share a knob declare it alike (the same type, default and
+ * choices).  The driver declares the knobs of what is around the method the same way
+ * (driver/knobs.c: the simulator's, the model scope's). */
+typedef enum cpb_knob_type {
+    CPB_KNOB_INT,     /* a positive integer (K/M/G suffixes); 0 = the method's default */
+    CPB_KNOB_TOKENS,  /* a positive token count (K/M/G); a sweep's lengths are multiples of it */
+    CPB_KNOB_CHOICE,  /* one of `choices` */
+    CPB_KNOB_BYTES,   /* a byte count (K/M/G/T), int64; 0 = the default */
+} cpb_knob_type;
+
+/* Which points a knob belongs to: a method's own knobs belong to every point of the method;
+ * a driver's knob may belong only to the points of a backend with a timing model (the
+ * simulator) or only to its whole-model scope.  A point that a knob does not belong to
+ * still parses it, but has 0 / "" in its column and key. */
+typedef enum cpb_knob_points {
+    CPB_KNOB_EVERY_POINT,
+    CPB_KNOB_TIMING_MODEL_POINTS, /* backend models_time (cpb_backend.h), either scope */
+    CPB_KNOB_MODEL_SCOPE_POINTS,  /* --scope model */
+} cpb_knob_points;
+
+typedef struct cpb_knob {
+    const char *name;     /* NULL ends a table */
+    cpb_knob_type type;
+    const char *def;      /* the value when not given: "0" (the method decides) or a choice */
+    const char *choices;  /* CPB_KNOB_CHOICE: '|'-separated */
+    /* NULL, or 0 when p's value of this knob can run, else CPB_ERR_INVALID with a message
+     * that names the option (bad input: `run` exits 2, a sweep records the point skipped) */
+    int (*check)(const cpb_problem *p, char *why, size_t why_len);
+    const char *arg, *help; /* `cpbench --help`: "U", "query heads per stage (default C)" */
+    /* the command-line option when it is not --name with '-' for '_' (NULL: that) */
+    const char *option;
+    cpb_knob_points points;
+} cpb_knob;
+
 typedef struct cpb_method {
     const char *name;
     const char *summary;
@@ -49,13 +87,20 @@ typedef struct cpb_method {
     int (*token_layout)(const cpb_problem *p, int rank, cpb_segs *out);
     /* weight heads held by `rank`; NULL = every head (replicated weights) */
     int (*weight_shard)(const cpb_problem *p, int rank, cpb_shard *out);
-    /* forward: writes L->y, keeps what backward needs in *state (one malloc'd block,
-     * freed by the harness with free(); device buffers inside are the method's to free in
-     * backward — after an error the harness frees every live buffer of the trial). */
-    int (*forward)(cpb_ctx *ctx, cpb_layer *L, void **state);
+    /* bytes of what forward hands to backward: the harness gives forward a zeroed block of
+     * this size (NULL when 0) and frees it after backward; device buffers inside are the
+     * method's to free in backward (after an error the harness frees every live buffer of
+     * the trial) */
+    size_t state_size;
+    /* forward: writes L->y, keeps what backward needs in state.  The harness runs it in the
+     * range "<name>/fwd" (trial/fwd/<name>/fwd/...), backward in "<name>/bwd". */
+    int (*forward)(cpb_ctx *ctx, cpb_layer *L, void *state);
     /* backward: reads L->dy and state, writes L->dx and the dW partials, frees the saved
      * buffers */
     int (*backward)(cpb_ctx *ctx, cpb_layer *L, void *state);
+    /* the method's options, a table ended by {NULL}; NULL when it has none.  Adding a knob is
+     * one line here; the method reads its value with cpb_knob_int / cpb_knob_str. */
+    const cpb_knob *knobs;
 } cpb_method;
 
 /* registry (methods/registry.c) */

@@ -9,15 +9,11 @@
 #include "cpb_backend.h"
 #include "race.h"
 
-int cpb_ctx_create(const cpb_ctx_opts *opts, cpb_ctx **out, char *err, size_t err_len)
+int cpb_ctx_create(const cpb_backend *be, const cpb_ctx_opts *opts, cpb_ctx **out, char *err, size_t err_len)
 {
     *out = NULL;
-    const cpb_backend *be = cpb_backend_find(opts->backend ? opts->backend : "cpu");
     if (!be) {
-        snprintf(err, err_len,
-                 "backend '%s' is not available in this build (compiled in: cpu, sim%s); "
-                 "run `cpbench list` to see what was built",
-                 opts->backend, cpb_backend_cuda_get() ? ", cuda" : "");
+        snprintf(err, err_len, "no backend given for the context");
         return CPB_ERR_INVALID;
     }
     cpb_ctx *ctx = calloc(1, sizeof *ctx);

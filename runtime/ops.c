@@ -449,3 +449,23 @@ int cpb_fill_random(cpb_ctx *ctx, int stream, cpb_view dst, uint64_t seed, int64
     op.u.rnd.scale = scale;
     return dispatch(ctx, &op);
 }
+
+int cpb_sumsq(cpb_ctx *ctx, int stream, cpb_view x, cpb_view out, int accumulate)
+{
+    CPB_TRY(stream_ok(ctx, stream, "sumsq"));
+    cpb_op_begin(ctx, stream, "sumsq");
+    operand ops[] = {{"x", &x, 0, 0}, {"out", &out, 1, 0}};
+    CPB_TRY(operands(ctx, stream, ctx->opname, ops, 2, 1));
+    if (out.buf->dtype != CPB_FP32 || cpb_view_count(&out) != 1)
+        return cpb_fail(ctx, CPB_ERR_INVALID, "%s: out must be one fp32 element ('%s' is %s, %lld elements)",
+                        ctx->opname, out.buf->name, cpb_dtype_name(out.buf->dtype), (long long)cpb_view_count(&out));
+    cpb_op op = {0};
+    op.kind = CPB_OP_SUMSQ;
+    op.stream = stream;
+    op.flops = 2.0 * (double)cpb_view_count(&x);
+    op.bytes = vbytes(&x) + 2.0 * vbytes(&out);
+    op.u.sumsq.x = x;
+    op.u.sumsq.out = out;
+    op.u.sumsq.accumulate = accumulate != 0;
+    return dispatch(ctx, &op);
+}

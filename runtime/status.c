@@ -76,7 +76,7 @@ const char *cpb_op_kind_name(cpb_op_kind k)
 {
     static const char *const n[CPB_OP_KIND_COUNT] = {
         "gemm", "rope", "attn_fwd", "attn_bwd", "attn_delta", "lse_merge",
-        "copy", "fill", "axpby", "fill_random"};
+        "copy", "fill", "axpby", "fill_random", "sumsq"};
     return (k >= 0 && k < CPB_OP_KIND_COUNT) ? n[k] : "?";
 }
 
@@ -86,9 +86,4 @@ const char *cpb_coll_kind_name(cpb_coll_kind k)
         "all_to_all", "sendrecv", "broadcast", "reduce", "all_reduce", "all_gather",
         "reduce_scatter"};
     return (k >= 0 && k < CPB_COLL_KIND_COUNT) ? n[k] : "?";
-}
-
-const char *cpb_fpdt_impl_name(int impl)
-{
-    return impl == CPB_FPDT_PIPELINED ? "pipelined" : "deepspeed";
 }

@@ -8,7 +8,7 @@
 #
 # Where the numbers come from (each row of the results says so in its `backend` column):
 #   - always: a CPU verification of every method (mpirun -np 4, real math against the fp64
-#     reference) and the simulator at full scale (results/reproduce-sim.h5; layer scope and
+#     reference, and the methods' fingerprints compared) and the simulator at full scale (results/reproduce-sim.h5; layer scope and
 #     the whole-model estimate).  Simulator numbers are predictions: exact tracked memory of
 #     the same schedule, time from the H100 profile.
 #   - on a machine with NVIDIA GPUs (nvidia-smi -L), also the cuda backend
@@ -74,6 +74,18 @@ else
   tail -n 20 "$LOGS/verify-cpu.log" >&2
   note_fail "CPU verification (results/logs/verify-cpu.log)"
 fi
+# the numeric fingerprints (y, dx, dW norms) of every method at one point agree: the same
+# check the GPU runs get below, where no fp64 reference is in reach
+CPU_H5="$RESULTS/reproduce-cpu.h5"
+rm -f "$CPU_H5"
+if "${MPIRUN[@]}" -np 4 "$CPB" sweep --backend cpu --method all --model tiny --seq-list 192 --warmup 0 --iters 1 \
+    --out "$CPU_H5" > "$LOGS/fingerprints-cpu.log" 2>&1 \
+    && "$CPB" fingerprints --results "$CPU_H5" >> "$LOGS/fingerprints-cpu.log" 2>&1; then
+  tail -n 1 "$LOGS/fingerprints-cpu.log"
+else
+  tail -n 20 "$LOGS/fingerprints-cpu.log" >&2
+  note_fail "CPU fingerprints (results/logs/fingerprints-cpu.log)"
+fi
 
 # ---------------------------------------------------------------- GPUs present?
 NGPU=0 GPU_NAME="" PROFILE=h100-sxm
@@ -124,9 +136,9 @@ for fw in deepspeed; do
   sim_sweep "llama3-8b-8gpu-model-fpdt-$fw-max" --model llama3-8b --gpus 8 --scope model --framework $fw \
     --seq-start 128K --seq-stop 8M --bisect $BISECT --method fpdt
   sim_sweep "qwen3-32b-16gpu-model-fpdt-$fw-grid" --model qwen3-32b --gpus 16 --gpus-per-node 8 \
-    --ulysses-degree 8 --scope model --framework $fw --seq-list $LIST --method fpdt
+    --scope model --framework $fw --seq-list $LIST --method fpdt
   sim_sweep "qwen3-32b-16gpu-model-fpdt-$fw-max" --model qwen3-32b --gpus 16 --gpus-per-node 8 \
-    --ulysses-degree 8 --scope model --framework $fw --seq-start 128K --seq-stop 8M --bisect $BISECT --method fpdt
+    --scope model --framework $fw --seq-start 128K --seq-stop 8M --bisect $BISECT --method fpdt
 done
 sim_sweep "llama3-8b-8gpu-model-fpdt-pipelined-grid" --model llama3-8b --gpus 8 --scope model \
   --fpdt-impl pipelined --seq-list $LIST --method fpdt
@@ -180,6 +192,11 @@ PYEOF
         || note_fail "cuda sweep $model $m, long lengths (results/logs/cuda-$model.log)"
     done
   done
+  # every method ran in a sweep of its own: compare their fingerprints point by point
+  log "   fingerprints of the methods on the GPUs (y, dx, dW norms agree within the dtype's bar)"
+  "$CPB" fingerprints --results "$CUDA_H5" > "$LOGS/fingerprints-cuda.log" 2>&1 \
+    || note_fail "methods disagree on the GPUs (results/logs/fingerprints-cuda.log)"
+  tail -n 1 "$LOGS/fingerprints-cuda.log"
 else
   log "3/4 no NVIDIA GPU found (nvidia-smi -L)${CPB_REPRODUCE_BACKEND:+ or CPB_REPRODUCE_BACKEND=$CPB_REPRODUCE_BACKEND}: every throughput and memory number below is a simulator prediction"
 fi

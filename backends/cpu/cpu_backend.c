@@ -1,4 +1,4 @@
-/* cpu_backend.c — the cpu backend: life cycle (MPI or a single process), memory, streams
+/* cpu_backend.c — the cpu backend: life cycle (MPI ranks or a single process), memory, streams
  * and events (program order), data in and out, the clock, and the dispatch of ops. */
 #include <cblas.h>
 #include <mpi.h>
@@ -8,12 +8,6 @@
 
 #include "cpu_internal.h"
 #include "cpu_load_store.h"
-
-/* MPI is initialised once per process: by the first context that needs it unless the
- * program did it itself, and finalised (only if we initialised it) when the last cpu
- * context using MPI is destroyed. */
-static int mpi_users;
-static int mpi_inited_here;
 
 float *cpu_scratch(cpb_ctx *ctx, int64_t nelem, const char *what)
 {
@@ -28,42 +22,23 @@ float *cpu_scratch(cpb_ctx *ctx, int64_t nelem, const char *what)
 static int cpu_init(cpb_ctx *ctx)
 {
     ctx->bs = NULL;
-    if (!ctx->opts.use_mpi) {
-        ctx->rank = 0;
-        ctx->world = 1;
-        return CPB_OK;
-    }
-    int inited = 0, finalized = 0;
-    MPI_Initialized(&inited);
-    MPI_Finalized(&finalized);
-    if (finalized)
-        return cpb_fail(ctx, CPB_ERR_COMM, "cpu backend: MPI was already finalized in this process; keep one "
-                                           "cpu context alive for the whole run instead of re-creating it");
-    if (!inited) {
-        if (MPI_Init(NULL, NULL) != MPI_SUCCESS)
-            return cpb_fail(ctx, CPB_ERR_COMM, "cpu backend: MPI_Init failed (start the program with mpirun)");
-        mpi_inited_here = 1;
-    }
-    MPI_Comm_rank(MPI_COMM_WORLD, &ctx->rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &ctx->world);
+    ctx->rank = 0;
+    ctx->world = 1;
+    if (!ctx->opts.use_mpi) return CPB_OK;
+    /* main started MPI (cpb_backend.h: mpi_world) */
+    if (MPI_Comm_rank(MPI_COMM_WORLD, &ctx->rank) != MPI_SUCCESS ||
+        MPI_Comm_size(MPI_COMM_WORLD, &ctx->world) != MPI_SUCCESS)
+        return cpb_fail(ctx, CPB_ERR_COMM, "cpu backend: MPI_COMM_WORLD is not usable (start the program with mpirun)");
 #ifdef OPENBLAS_VERSION
     /* ranks share the machine's cores: one BLAS thread each unless the user chose */
     if (ctx->world > 1 && !getenv("OPENBLAS_NUM_THREADS")) openblas_set_num_threads(1);
 #endif
-    mpi_users++;
-    ctx->bs = &mpi_users; /* marks a context that counts as an MPI user */
     return CPB_OK;
 }
 
 static void cpu_finalize(cpb_ctx *ctx)
 {
-    if (!ctx->bs) return;
     ctx->bs = NULL;
-    if (--mpi_users > 0 || !mpi_inited_here) return;
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (!finalized) MPI_Finalize();
-    mpi_inited_here = 0;
 }
 
 static int cpu_alloc(cpb_ctx *ctx, cpb_buf *buf)
@@ -124,6 +99,7 @@ static int cpu_run_op(cpb_ctx *ctx, const cpb_op *op)
     case CPB_OP_FILL: return cpu_fill(ctx, op);
     case CPB_OP_AXPBY: return cpu_axpby(ctx, op);
     case CPB_OP_FILL_RANDOM: return cpu_fill_random(ctx, op);
+    case CPB_OP_SUMSQ: return cpu_sumsq(ctx, op);
     default: break;
     }
     return cpb_fail(ctx, CPB_ERR_UNSUPPORTED, "%s: cpu backend has no op of kind %d", op->name, (int)op->kind);
@@ -157,6 +133,10 @@ static double cpu_clock(cpb_ctx *ctx)
 
 const cpb_backend cpb_backend_cpu = {
     .name = "cpu",
+    .summary = "real math on the CPU (BLAS GEMMs, fp32 math), one MPI rank per process",
+    .has_data = 1,
+    .models_time = 0,
+    .mpi_world = 1,
     .init = cpu_init,
     .finalize = cpu_finalize,
     .alloc = cpu_alloc,

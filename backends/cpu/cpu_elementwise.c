@@ -1,5 +1,5 @@
 /* cpu_elementwise.c — copy (any dtypes, strides, host <-> device), fill, axpby,
- * fill_random, the attention delta, and the log-sum-exp merge of partial attention
+ * fill_random, the sum of squares, the attention delta, and the log-sum-exp merge of partial attention
  * outputs.  Every op walks its views (row, head) vector by vector, dim contiguous. */
 #include <math.h>
 #include <stdlib.h>
@@ -80,6 +80,23 @@ int cpu_fill_random(cpb_ctx *ctx, const cpb_op *op)
             cpu_st_vec(dst, r, h, vec, 0);
         }
     free(vec);
+    return CPB_OK;
+}
+
+int cpu_sumsq(cpb_ctx *ctx, const cpb_op *op)
+{
+    const cpb_view *x = &op->u.sumsq.x, *out = &op->u.sumsq.out;
+    float *vec = cpu_scratch(ctx, x->dim, "sumsq row");
+    if (!vec) return CPB_ERR_NOMEM_HOST;
+    double s = 0.0; /* double: the fingerprint of a billion elements keeps fp32's digits */
+    for (int64_t r = 0; r < x->rows; r++)
+        for (int64_t h = 0; h < x->heads; h++) {
+            cpu_ld_vec(x, r, h, vec);
+            for (int64_t j = 0; j < x->dim; j++) s += (double)vec[j] * vec[j];
+        }
+    free(vec);
+    if (op->u.sumsq.accumulate) s += cpu_ld_stat(out, 0, 0);
+    cpu_st_stat(out, 0, 0, (float)s);
     return CPB_OK;
 }
 

@@ -18,6 +18,7 @@ int cpu_copy(cpb_ctx *ctx, const cpb_op *op);
 int cpu_fill(cpb_ctx *ctx, const cpb_op *op);
 int cpu_axpby(cpb_ctx *ctx, const cpb_op *op);
 int cpu_fill_random(cpb_ctx *ctx, const cpb_op *op);
+int cpu_sumsq(cpb_ctx *ctx, const cpb_op *op);
 
 /* collectives (cpu_collectives.c) */
 int cpu_run_coll(cpb_ctx *ctx, const cpb_coll *c);

@@ -1,18 +1,15 @@
-/* cuda_backend.c — the cuda backend's life cycle: MPI (one rank per GPU, or several ranks
- * on one GPU with --comm mpi), device choice, streams, ordering events, host sync, the
- * clock, NVTX ranges, and the backend table. */
+/* cuda_backend.c — the cuda backend's life cycle: its place among the MPI ranks (one rank
+ * per GPU, or several ranks on one GPU with --comm mpi), device choice, streams, ordering
+ * events, host sync, the clock, NVTX ranges, the optional hooks of cpb_backend.h (device
+ * probe and info, library versions, attention kernel choice, profiler range) and the
+ * backend table. */
+#include <cuda_profiler_api.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "cuda_internal.h"
-
-/* MPI is initialised once per process: by the first context that needs it unless the
- * program did it itself, and finalised (only if we initialised it) when the last cuda
- * context using MPI is destroyed (the cpu backend follows the same rule). */
-static int mpi_users;
-static int mpi_inited_here;
 
 int cuda_fail(cpb_ctx *ctx, cudaError_t e, const char *what)
 {
@@ -35,7 +32,7 @@ static double wall_s(void)
 
 /* ---------------------------------------------------------------- device probe */
 
-int cpb_cuda_device_count(char *why, size_t why_len)
+int cuda_probe(char *why, size_t why_len)
 {
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
@@ -48,47 +45,55 @@ int cpb_cuda_device_count(char *why, size_t why_len)
     return n;
 }
 
-int cpb_cuda_ctx_device(const cpb_ctx *ctx)
+static int cuda_device_info(cpb_ctx *ctx, cpb_device_info *out)
 {
-    if (!ctx || ctx->be != cpb_backend_cuda_get() || !ctx->bs) return -1;
-    return ((const cuda_state *)ctx->bs)->device;
+    memset(out, 0, sizeof *out);
+    struct cudaDeviceProp prop;
+    cudaError_t e = cudaGetDeviceProperties(&prop, cuda_st(ctx)->device);
+    if (e != cudaSuccess) {
+        snprintf(out->name, sizeof out->name, "unknown");
+        return cuda_fail(ctx, e, "cudaGetDeviceProperties");
+    }
+    snprintf(out->name, sizeof out->name, "%s", prop.name);
+    out->total_bytes = (int64_t)prop.totalGlobalMem;
+    out->num_sms = prop.multiProcessorCount;
+    return CPB_OK;
 }
 
-int cpb_cuda_device_info(int dev, char *name, size_t name_len, int64_t *total_bytes, int *num_sms)
+/* cuDNN by weak reference: recorded once a build links it */
+extern size_t cudnnGetVersion(void) __attribute__((weak));
+
+static void cuda_versions(cpb_backend_versions *out)
 {
-    struct cudaDeviceProp prop;
-    if (cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
-        (void)cudaGetLastError();
-        if (name && name_len) snprintf(name, name_len, "unknown");
-        if (total_bytes) *total_bytes = 0;
-        if (num_sms) *num_sms = 0;
-        return CPB_ERR_BACKEND;
+    memset(out, 0, sizeof *out);
+    int rt = 0, drv = 0;
+    cudaRuntimeGetVersion(&rt);
+    if (cudaDriverGetVersion(&drv) == cudaSuccess && drv > 0)
+        snprintf(out->runtime, sizeof out->runtime, "runtime %d.%d, driver %d.%d", rt / 1000, (rt % 1000) / 10,
+                 drv / 1000, (drv % 1000) / 10);
+    else /* no NVIDIA driver on this machine */
+        snprintf(out->runtime, sizeof out->runtime, "runtime %d.%d, no driver", rt / 1000, (rt % 1000) / 10);
+    (void)cudaGetLastError();
+#ifdef CPB_HAVE_NCCL
+    int v = 0;
+    if (ncclGetVersion(&v) == ncclSuccess) /* NCCL >= 2.9: major*10000 + minor*100 + patch */
+        snprintf(out->comm, sizeof out->comm, "%d.%d.%d", v / 10000, (v % 10000) / 100, v % 100);
+#endif
+    if (cudnnGetVersion) {
+        size_t c = cudnnGetVersion(); /* cuDNN 9: major*10000 + minor*100 + patch */
+        snprintf(out->dnn, sizeof out->dnn, "%zu.%zu.%zu", c / 10000, (c % 10000) / 100, c % 100);
     }
-    if (num_sms) *num_sms = prop.multiProcessorCount;
-    if (name && name_len) snprintf(name, name_len, "%s", prop.name);
-    if (total_bytes) *total_bytes = (int64_t)prop.totalGlobalMem;
-    return CPB_OK;
 }
 
 /* ---------------------------------------------------------------- init / finalize */
 
+/* main started MPI (cpb_backend.h: mpi_world) */
 static int init_mpi(cpb_ctx *ctx, cuda_state *st)
 {
-    int inited = 0, finalized = 0;
-    MPI_Initialized(&inited);
-    MPI_Finalized(&finalized);
-    if (finalized)
-        return cpb_fail(ctx, CPB_ERR_COMM, "cuda backend: MPI was already finalized in this process; keep one "
-                                           "context alive for the whole run");
-    if (!inited) {
-        if (MPI_Init(NULL, NULL) != MPI_SUCCESS)
-            return cpb_fail(ctx, CPB_ERR_COMM, "cuda backend: MPI_Init failed (start the program with mpirun)");
-        mpi_inited_here = 1;
-    }
-    mpi_users++;
     st->use_mpi = 1;
-    MPI_Comm_rank(MPI_COMM_WORLD, &ctx->rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &ctx->world);
+    if (MPI_Comm_rank(MPI_COMM_WORLD, &ctx->rank) != MPI_SUCCESS ||
+        MPI_Comm_size(MPI_COMM_WORLD, &ctx->world) != MPI_SUCCESS)
+        return cpb_fail(ctx, CPB_ERR_COMM, "cuda backend: MPI_COMM_WORLD is not usable (start the program with mpirun)");
     /* ranks on this node: the shared-memory split names the local rank */
     MPI_Comm local;
     if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, ctx->rank, MPI_INFO_NULL, &local) != MPI_SUCCESS)
@@ -116,7 +121,7 @@ static int cuda_init(cpb_ctx *ctx)
     if (ctx->opts.use_mpi) CPB_TRY(init_mpi(ctx, st));
 
     char why[256];
-    int ndev = cpb_cuda_device_count(why, sizeof why);
+    int ndev = cuda_probe(why, sizeof why);
     if (ndev <= 0)
         return cpb_fail(ctx, CPB_ERR_UNSUPPORTED, "cuda backend: no GPU present (%s); use --backend cpu or sim here", why);
     if (ctx->world > 1 && !st->comm_mpi && st->local_size > ndev)
@@ -137,10 +142,20 @@ static int cuda_init(cpb_ctx *ctx)
     return CPB_OK;
 }
 
-int cpb_cuda_set_attn_generic(cpb_ctx *ctx, int generic)
+/* "generic": attention on the generic kernels only (any head dim, fp32 CUDA-core math),
+ * also where the tensor-core kernels apply; "auto": the fastest applicable kernel.  For
+ * the self-test, which checks both, and as a fallback should a faster kernel misbehave. */
+static int cuda_set_attn_kernels(cpb_ctx *ctx, const char *which)
 {
-    if (!ctx || ctx->be != cpb_backend_cuda_get() || !ctx->bs) return CPB_ERR_INVALID;
-    cuda_st(ctx)->attn_generic = generic != 0;
+    if (strcmp(which, "generic") != 0 && strcmp(which, "auto") != 0)
+        return cpb_fail(ctx, CPB_ERR_INVALID, "cuda backend: attention kernels '%s': expected auto or generic", which);
+    cuda_st(ctx)->attn_generic = strcmp(which, "generic") == 0;
+    return CPB_OK;
+}
+
+static int cuda_profiler(cpb_ctx *ctx, int on)
+{
+    CUDA_TRY(ctx, on ? cudaProfilerStart() : cudaProfilerStop());
     return CPB_OK;
 }
 
@@ -164,12 +179,6 @@ static void cuda_finalize(cpb_ctx *ctx)
 #ifdef CPB_HAVE_NVTX
     if (st->nvtx) nvtxDomainDestroy(st->nvtx);
 #endif
-    if (st->use_mpi && --mpi_users == 0 && mpi_inited_here) {
-        int finalized = 0;
-        MPI_Finalized(&finalized);
-        if (!finalized) MPI_Finalize();
-        mpi_inited_here = 0;
-    }
     free(st);
     ctx->bs = NULL;
 }
@@ -278,6 +287,10 @@ static void cuda_range_pop(cpb_ctx *ctx)
 
 static const cpb_backend cuda_backend = {
     .name = "cuda",
+    .summary = "cuBLAS GEMMs, our attention kernels, NCCL (or MPI staging), one rank per GPU",
+    .has_data = 1,
+    .models_time = 0,
+    .mpi_world = 1,
     .init = cuda_init,
     .finalize = cuda_finalize,
     .alloc = cuda_alloc,
@@ -295,6 +308,14 @@ static const cpb_backend cuda_backend = {
     .range_push = cuda_range_push,
     .range_pop = cuda_range_pop,
     .clock = cuda_clock,
+    .probe = cuda_probe,
+    .device_info = cuda_device_info,
+    .versions = cuda_versions,
+    .mem_highwater = cuda_mem_highwater,
+    .mem_highwater_reset = cuda_mem_highwater_reset,
+    .set_attn_kernels = cuda_set_attn_kernels,
+    .profiler = cuda_profiler,
+    .print_device_props = cuda_print_device_props,
 };
 
 const cpb_backend *cpb_backend_cuda_get(void)

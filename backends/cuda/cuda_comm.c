@@ -57,9 +57,8 @@ void cuda_group_destroy(cpb_ctx *ctx, cpb_group *g)
     for (int s = 0; s < CPB_MAX_STREAMS; s++)
         if (cg->nccl[s]) ncclCommDestroy(cg->nccl[s]);
 #endif
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (cg->mpi != MPI_COMM_NULL && !finalized) MPI_Comm_free(&cg->mpi);
+    /* main finalises MPI after the contexts are gone */
+    if (cg->mpi != MPI_COMM_NULL) MPI_Comm_free(&cg->mpi);
     free(cg);
     g->be = NULL;
     (void)ctx;

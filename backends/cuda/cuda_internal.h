@@ -15,7 +15,6 @@
 #endif
 
 #include "cpb_backend.h"
-#include "cpb_cuda.h"
 
 /* per-group communicators: MPI for bootstrap and --comm mpi, NCCL per issuing stream so
  * collectives on different streams never share (and serialize on) one communicator */
@@ -44,7 +43,7 @@ typedef struct cuda_state {
     void *stage;           /* pinned host staging for --comm mpi and uploads */
     size_t stage_bytes;
     double t0;             /* wall clock origin */
-    int attn_generic;      /* CPB_CUDA_ATTN=generic or cpb_cuda_set_attn_generic */
+    int attn_generic;      /* CPB_CUDA_ATTN=generic or the set_attn_kernels hook */
 #ifdef CPB_HAVE_NVTX
     nvtxDomainHandle_t nvtx;
 #endif
@@ -70,6 +69,16 @@ static inline void *cuda_vptr(const cpb_view *v)
 {
     return (char *)v->buf->ptr + v->off * (int64_t)cpb_dtype_size(v->buf->dtype);
 }
+
+/* the backend's hooks (cpb_backend.h): devices present (cuda_backend.c), memory
+ * high-waters (cuda_mem.c), every device property (cuda_props.c) */
+int cuda_probe(char *why, size_t why_len);
+int cuda_mem_highwater(cpb_ctx *ctx, int64_t *reserved, int64_t *device_used);
+int cuda_mem_highwater_reset(cpb_ctx *ctx);
+int cuda_print_device_props(int dev, FILE *out);
+/* the backend table with those hooks (cuda_backend.c): what the plugin's entry point hands
+ * out (cuda_plugin.c) */
+const cpb_backend *cpb_backend_cuda_get(void);
 
 /* memory (cuda_mem.c) */
 int cuda_mem_init(cpb_ctx *ctx);

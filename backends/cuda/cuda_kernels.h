@@ -25,6 +25,8 @@ cudaError_t cpbk_fill(cudaStream_t s, kview dst, float value);
 /* y = alpha*x + beta*y (beta == 0: y is not read) */
 cudaError_t cpbk_axpby(cudaStream_t s, float alpha, kview x, float beta, kview y);
 cudaError_t cpbk_fill_random(cudaStream_t s, kview dst, uint64_t seed, int64_t base, float scale);
+/* out[0] = sum of x^2 (+ out[0] when accumulate); one block, double partials */
+cudaError_t cpbk_sumsq(cudaStream_t s, kview x, float *out, int accumulate);
 /* fp32 contiguous [n] on the device <-> view (upload / download) */
 cudaError_t cpbk_from_f32(cudaStream_t s, kview dst, const float *src);
 cudaError_t cpbk_to_f32(cudaStream_t s, float *dst, kview src);

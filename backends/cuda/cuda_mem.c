@@ -43,7 +43,7 @@ int cuda_mem_init(cpb_ctx *ctx)
     /* default capacity: what is left after start-up, shared by the ranks on this GPU */
     if (ctx->opts.capacity <= 0) {
         int per_gpu = 1;
-        int ndev = cpb_cuda_device_count(NULL, 0);
+        int ndev = cuda_probe(NULL, 0);
         if (ndev > 0 && st->local_size > ndev) per_gpu = (st->local_size + ndev - 1) / ndev;
         ctx->dev.capacity = ((int64_t)fr) / per_gpu;
     }
@@ -76,10 +76,8 @@ void cuda_mem_rebaseline(cpb_ctx *ctx, int64_t startup_bytes)
         ctx->dev.capacity -= startup_bytes;
 }
 
-int cpb_cuda_mem_highwater(cpb_ctx *ctx, int64_t *reserved, int64_t *device_used)
+int cuda_mem_highwater(cpb_ctx *ctx, int64_t *reserved, int64_t *device_used)
 {
-    if (!ctx || !ctx->be || !ctx->be->name || ctx->be != cpb_backend_cuda_get())
-        return CPB_ERR_INVALID;
     cuda_state *st = cuda_st(ctx);
     uint64_t hi = 0;
     CUDA_TRY(ctx, cudaMemPoolGetAttribute(st->pool, cudaMemPoolAttrReservedMemHigh, &hi));
@@ -89,9 +87,8 @@ int cpb_cuda_mem_highwater(cpb_ctx *ctx, int64_t *reserved, int64_t *device_used
     return CPB_OK;
 }
 
-int cpb_cuda_mem_reset_highwater(cpb_ctx *ctx)
+int cuda_mem_highwater_reset(cpb_ctx *ctx)
 {
-    if (!ctx || ctx->be != cpb_backend_cuda_get()) return CPB_ERR_INVALID;
     cuda_state *st = cuda_st(ctx);
     uint64_t zero = 0; /* resets the high-water to the current reserved size */
     CUDA_TRY(ctx, cudaMemPoolSetAttribute(st->pool, cudaMemPoolAttrReservedMemHigh, &zero));

@@ -203,6 +203,9 @@ static int ready_all(cpb_ctx *ctx, const cpb_op *op)
         CPB_TRY(cuda_ready_view(ctx, &op->u.axpby.x, s));
         return cuda_ready_view(ctx, &op->u.axpby.y, s);
     case CPB_OP_FILL_RANDOM: return cuda_ready_view(ctx, &op->u.rnd.dst, s);
+    case CPB_OP_SUMSQ:
+        CPB_TRY(cuda_ready_view(ctx, &op->u.sumsq.x, s));
+        return cuda_ready_view(ctx, &op->u.sumsq.out, s);
     default: return CPB_OK;
     }
 }
@@ -230,6 +233,9 @@ int cuda_run_op(cpb_ctx *ctx, const cpb_op *op)
     case CPB_OP_FILL_RANDOM:
         return launched(ctx, op, cpbk_fill_random(s, kv(&op->u.rnd.dst), op->u.rnd.seed, op->u.rnd.base,
                                                   op->u.rnd.scale));
+    case CPB_OP_SUMSQ:
+        return launched(ctx, op, cpbk_sumsq(s, kv(&op->u.sumsq.x), (float *)cuda_vptr(&op->u.sumsq.out),
+                                            op->u.sumsq.accumulate));
     default:
         return cpb_fail(ctx, CPB_ERR_UNSUPPORTED, "cuda backend: op kind %d is not implemented", (int)op->kind);
     }

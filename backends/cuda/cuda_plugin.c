@@ -1,6 +1,7 @@
 /* cuda_plugin.c — the plugin's entry point (cpb_cuda_plugin.h): cpbench opens
  * libcpb_cuda.so at run time and asks it for the backend table here. */
 #include "cpb_cuda_plugin.h"
+#include "cuda_internal.h"
 
 const int cpb_cuda_plugin_abi_version = CPB_CUDA_PLUGIN_ABI;
 

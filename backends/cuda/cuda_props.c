@@ -1,12 +1,10 @@
-/* cuda_props.c — `cpbench device-props`: every field of cudaDeviceProp and the versions, as
+/* cuda_props.c — the print_device_props hook (`cpbench device-props`): every field of cudaDeviceProp and the versions, as
  * `key = value` lines.  What a GPU really allows (memPitch, grid and block limits, shared
  * memory per block) is what the CPU stand-in of the CUDA runtime must enforce, and what a
  * report of a run on that GPU should carry. */
 #include <stdio.h>
 
-#include <cuda_runtime_api.h>
-
-#include "cpb_cuda.h"
+#include "cuda_internal.h"
 
 /* the scalar fields of cudaDeviceProp (CUDA 13), by type */
 #define PROP_SIZES(X)                                                                               \
@@ -40,7 +38,7 @@
     X(maxSurface2D, 2) X(maxSurface3D, 3) X(maxSurface1DLayered, 2) X(maxSurface2DLayered, 3)       \
     X(maxSurfaceCubemapLayered, 2)
 
-int cpb_cuda_print_device_props(int dev, FILE *out)
+int cuda_print_device_props(int dev, FILE *out)
 {
     struct cudaDeviceProp p;
     cudaError_t e = cudaGetDeviceProperties(&p, dev);

@@ -35,6 +35,13 @@ extern "C" cudaError_t cpbk_fill_random(cudaStream_t s, kview dst, uint64_t seed
     return cudaGetLastError();
 }
 
+extern "C" cudaError_t cpbk_sumsq(cudaStream_t s, kview x, float *out, int accumulate)
+{
+    const int threads = 512;
+    sumsq_kernel<<<1, threads, threads * sizeof(double), s>>>(x, out, accumulate, kv_count(x));
+    return cudaGetLastError();
+}
+
 extern "C" cudaError_t cpbk_from_f32(cudaStream_t s, kview dst, const float *src)
 {
     int64_t n = kv_count(dst);

@@ -1,5 +1,5 @@
 /* op_time.c — modelled duration of one compute op or copy (timeline.h states the rules;
- * the constants come from the GPU profile, harness/gpu_profiles.c). */
+ * the constants come from the GPU profile, driver/gpu_profiles.c). */
 #include <math.h>
 
 #include "timeline.h"

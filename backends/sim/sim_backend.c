@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "sim_record.h"
+#include "registry.h"
 #include "sim_world.h"
 
 typedef struct sim_state {
@@ -237,6 +238,10 @@ static double sim_clock(cpb_ctx *ctx)
 
 const cpb_backend cpb_backend_sim = {
     .name = "sim",
+    .summary = "no data: exact allocation accounting + a timing model, every rank in one process",
+    .has_data = 0,
+    .models_time = 1,
+    .mpi_world = 0,
     .init = sim_init,
     .finalize = sim_finalize,
     .alloc = sim_alloc,

@@ -1,5 +1,5 @@
 /* sim_hw.h — the parameters of the simulator's timing model (one GPU type and its node).
- * harness/gpu_profiles.c fills them per GPU (with the source of every value) and from a
+ * driver/gpu_profiles.c fills them per GPU (with the source of every value) and from a
  * calibration file; timeline.c uses them.  All rates are in SI units (FLOP/s, bytes/s),
  * times in seconds. */
 #ifndef CPB_SIM_HW_H

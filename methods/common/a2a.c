@@ -3,12 +3,6 @@
 
 #include "common/a2a.h"
 
-int cpb_a2a_range_end(cpb_ctx *ctx, int rc)
-{
-    int rc2 = cpb_range_pop(ctx);
-    return rc != CPB_OK ? rc : rc2;
-}
-
 int cpb_a2a_map_q(cpb_a2a_map *m, int C, int H)
 {
     if (C <= 0 || H % C || H > CPB_MAX_HEADS) return CPB_ERR_INVALID;

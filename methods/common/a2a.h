@@ -112,8 +112,6 @@ cpb_view cpb_a2a_delta_view(cpb_buf *delta, int64_t S, int n);
 /* [rows][n][d] view of a contiguous head tensor */
 cpb_view cpb_a2a_head_view(cpb_buf *b, int64_t rows, int n, int d);
 
-/* pop the current range and return the first error of (rc, pop) */
-int cpb_a2a_range_end(cpb_ctx *ctx, int rc);
 
 #ifdef __cplusplus
 }

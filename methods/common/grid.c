@@ -6,7 +6,8 @@
 
 int cpb_grid_degree(const cpb_problem *p)
 {
-    if (p->ulysses_degree > 0) return p->ulysses_degree;
+    int64_t u = cpb_knob_int(p, "ulysses_degree");
+    if (u > 0) return (int)u;
     /* default: the largest Ulysses group that fits a node of 8 GPUs and that the shape
      * allows (u divides C and H, and G % u == 0 or u % G == 0); 1 (a pure ring) always does */
     for (int u = p->C < 8 ? p->C : 8; u > 1; u--)
@@ -112,8 +113,6 @@ int cpb_grid_to_a2a(cpb_ctx *ctx, int st, const cpb_grid *g, int64_t row_elems, 
 int cpb_grid_a2a(cpb_ctx *ctx, int st, const cpb_grid *g, cpb_buf *send, int64_t send_off, cpb_buf *recv,
                  int64_t recv_off, int64_t n)
 {
-    CPB_TRY(cpb_range_push(ctx, "a2a"));
-    int rc = cpb_all_to_all(ctx, st, g->uly, cpb_span(send, send_off, n), cpb_span(recv, recv_off, n));
-    int rc2 = cpb_range_pop(ctx);
-    return rc != CPB_OK ? rc : rc2;
+    CPB_RANGE(ctx, cpb_all_to_all(ctx, st, g->uly, cpb_span(send, send_off, n), cpb_span(recv, recv_off, n)), "a2a");
+    return CPB_OK;
 }

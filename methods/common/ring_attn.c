@@ -4,7 +4,6 @@
  * race check sees each buffer's writer ordered before its readers. */
 #include "common/ring_attn.h"
 
-#define COMPUTE CPB_STREAM_COMPUTE
 
 typedef struct ring_geom {
     cpb_group *g;
@@ -81,11 +80,11 @@ int cpb_ring_project(cpb_ctx *ctx, const cpb_ring_cfg *cfg, cpb_view x, cpb_view
         return cpb_fail(ctx, CPB_ERR_INVALID, "ring project: q must be [%lld][%d][%d] with adjacent heads",
                         (long long)s, cfg->hq, cfg->d);
     cpb_view qmat = cpb_mat(q.buf, q.off, s, hqd, q.row_stride);
-    CPB_TRY(cpb_gemm(ctx, COMPUTE, 0, 0, 1.0f, x, wq, 0.0f, qmat));
-    CPB_TRY(cpb_gemm(ctx, COMPUTE, 0, 0, 1.0f, x, wk, 0.0f, cpb_mat(kv, 0, s, hkd, hkd)));
-    CPB_TRY(cpb_gemm(ctx, COMPUTE, 0, 0, 1.0f, x, wv, 0.0f, cpb_mat(kv, kv_half(cfg), s, hkd, hkd)));
-    CPB_TRY(cpb_rope(ctx, COMPUTE, q, pos, rope_base, 0));
-    return cpb_rope(ctx, COMPUTE, cpb_ring_k(cfg, kv), pos, rope_base, 0);
+    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 0, 0, 1.0f, x, wq, 0.0f, qmat));
+    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 0, 0, 1.0f, x, wk, 0.0f, cpb_mat(kv, 0, s, hkd, hkd)));
+    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 0, 0, 1.0f, x, wv, 0.0f, cpb_mat(kv, kv_half(cfg), s, hkd, hkd)));
+    CPB_TRY(cpb_rope(ctx, CPB_STREAM_COMPUTE, q, pos, rope_base, 0));
+    return cpb_rope(ctx, CPB_STREAM_COMPUTE, cpb_ring_k(cfg, kv), pos, rope_base, 0);
 }
 
 /* ---------------------------------------------------------------- rotation */
@@ -117,8 +116,8 @@ static int kv_ring_open(cpb_ctx *ctx, const cpb_ring_cfg *cfg, const ring_geom *
 
 static int kv_ring_close(cpb_ctx *ctx, kv_ring *K)
 {
-    CPB_TRY(cpb_free(ctx, COMPUTE, &K->b[2]));
-    return cpb_free(ctx, COMPUTE, &K->b[1]);
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &K->b[2]));
+    return cpb_free(ctx, CPB_STREAM_COMPUTE, &K->b[1]);
 }
 
 /* Start moving `cur` to the next rank and receiving the previous rank's block into `nxt`.
@@ -127,7 +126,7 @@ static int kv_ring_close(cpb_ctx *ctx, kv_ring *K)
 static int rotate(cpb_ctx *ctx, const cpb_ring_cfg *cfg, const ring_geom *G, cpb_buf *cur, cpb_buf *nxt,
                   int64_t n, cpb_event *arrived)
 {
-    CPB_TRY(cpb_stream_join(ctx, cfg->comm_stream, COMPUTE));
+    CPB_TRY(cpb_stream_join(ctx, cfg->comm_stream, CPB_STREAM_COMPUTE));
     CPB_TRY(cpb_sendrecv(ctx, cfg->comm_stream, G->g, cpb_span(cur, 0, n), (G->rr + 1) % G->R,
                          cpb_span(nxt, 0, n), (G->rr - 1 + G->R) % G->R));
     return cpb_event_record(ctx, cfg->comm_stream, arrived);
@@ -154,8 +153,8 @@ static int fwd_block(cpb_ctx *ctx, const cpb_ring_cfg *cfg, const ring_geom *G, 
     a.causal = 1; /* exact positions: these blocks see every key (ring_attn.h) */
     a.q_pos0 = chunk_pos(G, G->rr, qa);
     a.k_pos0 = chunk_pos(G, src, kb);
-    CPB_TRY(cpb_attn_fwd(ctx, COMPUTE, &a));
-    return cpb_lse_merge(ctx, COMPUTE, cpb_view_rows(B->acc, qa * c, c), cpb_view_rows(B->lse, qa * c, c),
+    CPB_TRY(cpb_attn_fwd(ctx, CPB_STREAM_COMPUTE, &a));
+    return cpb_lse_merge(ctx, CPB_STREAM_COMPUTE, cpb_view_rows(B->acc, qa * c, c), cpb_view_rows(B->lse, qa * c, c),
                          B->part, B->lpart);
 }
 
@@ -175,14 +174,14 @@ static int fwd_step(cpb_ctx *ctx, const cpb_ring_cfg *cfg, const ring_geom *G, c
         a.o = B->acc;
         a.lse = B->lse;
         a.causal = 1; /* local order is global order (ring_attn.h) */
-        CPB_TRY(cpb_attn_fwd(ctx, COMPUTE, &a));
+        CPB_TRY(cpb_attn_fwd(ctx, CPB_STREAM_COMPUTE, &a));
     } else {
         int src = (G->rr - i + G->R) % G->R, qa[2], kb[2];
         step_blocks(G, src, qa, kb);
         for (int b = 0; b < 2; b++) CPB_TRY(fwd_block(ctx, cfg, G, q, cur, B, src, qa[b], kb[b]));
     }
     /* the next block must have arrived before the next step reads it */
-    if (more) CPB_TRY(cpb_stream_wait(ctx, COMPUTE, kv_arrived));
+    if (more) CPB_TRY(cpb_stream_wait(ctx, CPB_STREAM_COMPUTE, kv_arrived));
     return CPB_OK;
 }
 
@@ -206,16 +205,13 @@ int cpb_ring_attn_fwd(cpb_ctx *ctx, const cpb_ring_cfg *cfg, cpb_view q, cpb_buf
         B.lpart = cpb_lse_view(lpart, c, 0, hq, 0, c);
     }
     for (int i = 0; i < G.R; i++) {
-        CPB_TRY(cpb_range_push(ctx, "step%d", i));
-        int rc = fwd_step(ctx, cfg, &G, q, &B, i);
-        CPB_TRY(cpb_range_pop(ctx));
-        CPB_TRY(rc);
+        CPB_RANGE(ctx, fwd_step(ctx, cfg, &G, q, &B, i), "step%d", i);
     }
     /* the merged output in the caller's dtype and layout */
-    CPB_TRY(cpb_copy(ctx, COMPUTE, o, B.acc));
-    CPB_TRY(cpb_free(ctx, COMPUTE, &lpart));
-    CPB_TRY(cpb_free(ctx, COMPUTE, &part));
-    CPB_TRY(cpb_free(ctx, COMPUTE, &acc));
+    CPB_TRY(cpb_copy(ctx, CPB_STREAM_COMPUTE, o, B.acc));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &lpart));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &part));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &acc));
     return kv_ring_close(ctx, &B.kv);
 }
 
@@ -248,7 +244,7 @@ static int bwd_block(cpb_ctx *ctx, const cpb_ring_cfg *cfg, const ring_geom *G, 
     a.q_pos0 = chunk_pos(G, G->rr, qa);
     a.k_pos0 = chunk_pos(G, src, kb);
     a.accumulate = 1; /* dq sums over steps; blk sums the step's two blocks */
-    return cpb_attn_bwd(ctx, COMPUTE, &a);
+    return cpb_attn_bwd(ctx, CPB_STREAM_COMPUTE, &a);
 }
 
 static int bwd_step(cpb_ctx *ctx, const cpb_ring_cfg *cfg, const ring_geom *G, bwd_bufs *B, int i)
@@ -272,7 +268,7 @@ static int bwd_step(cpb_ctx *ctx, const cpb_ring_cfg *cfg, const ring_geom *G, b
         a.dv = cpb_ring_v(cfg, dcur);
         a.causal = 1;
         a.accumulate = 0;
-        CPB_TRY(cpb_attn_bwd(ctx, COMPUTE, &a));
+        CPB_TRY(cpb_attn_bwd(ctx, CPB_STREAM_COMPUTE, &a));
     } else {
         int src = (G->rr - i + G->R) % G->R, qa[2], kb[2];
         step_blocks(G, src, qa, kb);
@@ -280,21 +276,21 @@ static int bwd_step(cpb_ctx *ctx, const cpb_ring_cfg *cfg, const ring_geom *G, b
         int64_t rows = src < G->rr ? G->c : 2 * G->c;
         cpb_view touched_blk = cpb_mat(B->blk, 0, 2, rows * cfg->hk * cfg->d, kv_half(cfg));
         cpb_view touched_sum = cpb_mat(dcur, 0, 2, rows * cfg->hk * cfg->d, kv_half(cfg));
-        CPB_TRY(cpb_fill(ctx, COMPUTE, touched_blk, 0.0f));
+        CPB_TRY(cpb_fill(ctx, CPB_STREAM_COMPUTE, touched_blk, 0.0f));
         for (int b = 0; b < 2; b++) CPB_TRY(bwd_block(ctx, cfg, G, B, cur, src, qa[b], kb[b]));
         /* the travelling sum for this K,V arrived during the step */
-        CPB_TRY(cpb_stream_wait(ctx, COMPUTE, B->dkv_arrived));
-        CPB_TRY(cpb_axpby(ctx, COMPUTE, 1.0f, touched_blk, 1.0f, touched_sum));
+        CPB_TRY(cpb_stream_wait(ctx, CPB_STREAM_COMPUTE, B->dkv_arrived));
+        CPB_TRY(cpb_axpby(ctx, CPB_STREAM_COMPUTE, 1.0f, touched_blk, 1.0f, touched_sum));
     }
     if (G->R > 1) {
         /* pass the sum on (it reaches its owner after R hops) and receive the next one */
-        CPB_TRY(cpb_stream_join(ctx, cfg->comm_stream, COMPUTE));
+        CPB_TRY(cpb_stream_join(ctx, cfg->comm_stream, CPB_STREAM_COMPUTE));
         CPB_TRY(cpb_sendrecv(ctx, cfg->comm_stream, G->g, cpb_span(dcur, 0, n), (G->rr + 1) % G->R,
                              cpb_span(B->dkv[(i + 1) % 2], 0, n), (G->rr - 1 + G->R) % G->R));
         CPB_TRY(cpb_event_record(ctx, cfg->comm_stream, &B->dkv_arrived));
     }
     /* wait for the next K,V only: the sum just sent travels while the next step computes */
-    if (more) CPB_TRY(cpb_stream_wait(ctx, COMPUTE, kv_arrived));
+    if (more) CPB_TRY(cpb_stream_wait(ctx, CPB_STREAM_COMPUTE, kv_arrived));
     return CPB_OK;
 }
 
@@ -318,7 +314,7 @@ int cpb_ring_attn_bwd(cpb_ctx *ctx, const cpb_ring_cfg *cfg, cpb_view q, cpb_buf
         /* attention backward needs o only through delta = rowsum(dO * o): once, here */
         CPB_TRY(cpb_alloc(ctx, &dbuf, s * cfg->hq, CPB_FP32, CPB_TAG_GRAD_ACT, "ring_delta"));
         delta = cpb_lse_view(dbuf, s, 0, cfg->hq, 0, s);
-        CPB_TRY(cpb_attn_delta(ctx, COMPUTE, o, d_o, delta));
+        CPB_TRY(cpb_attn_delta(ctx, CPB_STREAM_COMPUTE, o, d_o, delta));
     }
     /* R sends of the travelling sum (none alone): start in the buffer that makes the
      * last receive land in the caller's dkv */
@@ -329,15 +325,12 @@ int cpb_ring_attn_bwd(cpb_ctx *ctx, const cpb_ring_cfg *cfg, cpb_view q, cpb_buf
         B.dkv[1] = dkv;
     }
     for (int i = 0; i < G.R; i++) {
-        CPB_TRY(cpb_range_push(ctx, "step%d", i));
-        int rc = bwd_step(ctx, cfg, &G, &B, i);
-        CPB_TRY(cpb_range_pop(ctx));
-        CPB_TRY(rc);
+        CPB_RANGE(ctx, bwd_step(ctx, cfg, &G, &B, i), "step%d", i);
     }
     /* our own dK,dV come back with the last receive */
-    if (G.R > 1) CPB_TRY(cpb_stream_wait(ctx, COMPUTE, B.dkv_arrived));
-    CPB_TRY(cpb_free(ctx, COMPUTE, &dbuf));
-    CPB_TRY(cpb_free(ctx, COMPUTE, &blk));
-    CPB_TRY(cpb_free(ctx, COMPUTE, &dextra));
+    if (G.R > 1) CPB_TRY(cpb_stream_wait(ctx, CPB_STREAM_COMPUTE, B.dkv_arrived));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &dbuf));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &blk));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &dextra));
     return kv_ring_close(ctx, &B.kv);
 }

@@ -54,12 +54,15 @@ typedef struct fpdt_state {
     cpb_buf *lse_h;  /* [u][hq][chunk] fp32 */
 } fpdt_state;
 
-/* the pipelined schedule (fpdt_fwd.c, fpdt_bwd*.c) */
-int fpdt_pipe_forward(cpb_ctx *ctx, cpb_layer *L, void **state);
+/* the two schedules (--fpdt-impl), each with its own state in the block the harness gives
+ * forward (fpdt_method.c sizes it for either): the pipelined one (fpdt_fwd.c, fpdt_bwd*.c)
+ * keeps an fpdt_state, DeepSpeed's (fpdt_ds*.c) an fpdt_ds */
+int fpdt_pipe_forward(cpb_ctx *ctx, cpb_layer *L, void *state);
 int fpdt_pipe_backward(cpb_ctx *ctx, cpb_layer *L, void *state);
-/* DeepSpeed's schedule (fpdt_ds*.c) */
-int fpdt_ds_forward(cpb_ctx *ctx, cpb_layer *L, void **state);
+int fpdt_ds_forward(cpb_ctx *ctx, cpb_layer *L, void *state);
 int fpdt_ds_backward(cpb_ctx *ctx, cpb_layer *L, void *state);
+/* 1 when p runs the pipelined schedule (--fpdt-impl pipelined); DeepSpeed's is the default */
+int fpdt_pipelined(const cpb_problem *p);
 
 /* ---- packing helpers (fpdt_pack.c) ---- */
 
@@ -82,15 +85,5 @@ cpb_view fpdt_head_view(const fpdt_dims *m, cpb_buf *b, int64_t off, int heads);
 cpb_view fpdt_lse_view(const fpdt_dims *m, cpb_buf *b, int64_t off);
 /* the global positions of chunk i after the all-to-all: [i*chunk, (i+1)*chunk) */
 void fpdt_chunk_positions(const fpdt_dims *m, int64_t i, cpb_segs *out);
-
-/* Run fn inside a named range, popping it whatever fn returns. */
-#define FPDT_IN_RANGE(ctx, call, ...)                                                      \
-    do {                                                                                   \
-        CPB_TRY(cpb_range_push((ctx), __VA_ARGS__));                                       \
-        int fpdt_rc_ = (call);                                                             \
-        int fpdt_pop_ = cpb_range_pop(ctx);                                                \
-        CPB_TRY(fpdt_rc_);                                                                 \
-        CPB_TRY(fpdt_pop_);                                                                \
-    } while (0)
 
 #endif

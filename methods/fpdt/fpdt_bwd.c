@@ -8,6 +8,7 @@
  * dW contributions of chunk i happen there.  Host<->device traffic is O(u^2) chunks. */
 #include <stdlib.h>
 
+#include "common/grad_acc.h"
 #include "fpdt_bwd.h"
 
 static int alloc_host(fpdt_bwd *B)
@@ -106,7 +107,7 @@ static int block(fpdt_bwd *B, int64_t i, int64_t j, int64_t n)
     /* the next block's inputs come in while this one computes, except when it needs the
      * dq_j this block is about to write back (block (u-2, u-1) then (u-1, u-1)) */
     const int defer = !last && nj == j;
-    if (!last && !defer) FPDT_IN_RANGE(ctx, fetch_q(B, ni, nj, s ^ 1), "fetch");
+    if (!last && !defer) CPB_RANGE(ctx, fetch_q(B, ni, nj, s ^ 1), "fetch");
     CPB_TRY(cpb_stream_wait(ctx, B->comp, B->ev_q[s]));
     if (i == 0) CPB_TRY(cpb_fill(ctx, B->comp, cpb_whole(B->dqa[s]), 0.0f));
     cpb_attn_args a = {0};
@@ -135,7 +136,7 @@ static int block(fpdt_bwd *B, int64_t i, int64_t j, int64_t n)
         CPB_TRY(cpb_rope(ctx, B->comp, a.dq, &pos, m->base, 1));
         CPB_TRY(cpb_copy(ctx, B->comp, cpb_whole(B->dqs), cpb_whole(B->dqa[s])));
     }
-    if (defer) FPDT_IN_RANGE(ctx, fetch_q(B, ni, nj, s ^ 1), "fetch");
+    if (defer) CPB_RANGE(ctx, fetch_q(B, ni, nj, s ^ 1), "fetch");
     return CPB_OK;
 }
 
@@ -179,12 +180,12 @@ static int kv_step(fpdt_bwd *B, int64_t i, int64_t *n)
 {
     cpb_ctx *ctx = B->ctx;
     const fpdt_dims *m = B->m;
-    if (i + 1 < m->u) FPDT_IN_RANGE(ctx, fetch_kv(B, i + 1, (int)((i + 1) % 2)), "fetch_kv");
+    if (i + 1 < m->u) CPB_RANGE(ctx, fetch_kv(B, i + 1, (int)((i + 1) % 2)), "fetch_kv");
     CPB_TRY(cpb_stream_wait(ctx, B->comp, B->ev_kv[i % 2]));
     CPB_TRY(cpb_fill(ctx, B->comp, cpb_whole(B->dka), 0.0f));
     CPB_TRY(cpb_fill(ctx, B->comp, cpb_whole(B->dva), 0.0f));
-    for (int64_t j = i; j < m->u; j++, (*n)++) FPDT_IN_RANGE(ctx, block(B, i, j, *n), "q%lld", (long long)j);
-    FPDT_IN_RANGE(ctx, finish(B, i), "finish");
+    for (int64_t j = i; j < m->u; j++, (*n)++) CPB_RANGE(ctx, block(B, i, j, *n), "q%lld", (long long)j);
+    CPB_RANGE(ctx, finish(B, i), "finish");
     return CPB_OK;
 }
 
@@ -194,17 +195,14 @@ static int bwd_run(fpdt_bwd *B)
     cpb_layer *L = B->L;
     const int comp = B->comp;
     /* backward overwrites the dW partials: start from zero, every chunk adds its part */
-    CPB_TRY(cpb_fill(ctx, comp, cpb_whole(L->dwq), 0.0f));
-    CPB_TRY(cpb_fill(ctx, comp, cpb_whole(L->dwk), 0.0f));
-    CPB_TRY(cpb_fill(ctx, comp, cpb_whole(L->dwv), 0.0f));
-    CPB_TRY(cpb_fill(ctx, comp, cpb_whole(L->dwo), 0.0f));
+    CPB_TRY(cpb_zero_dw(ctx, L));
     CPB_TRY(alloc_host(B));
-    FPDT_IN_RANGE(ctx, fpdt_bwd_prep(B), "prep");
+    CPB_RANGE(ctx, fpdt_bwd_prep(B), "prep");
     CPB_TRY(alloc_loop(B));
-    FPDT_IN_RANGE(ctx, fetch_kv(B, 0, 0), "fetch_kv");
-    FPDT_IN_RANGE(ctx, fetch_q(B, 0, 0, 0), "fetch");
+    CPB_RANGE(ctx, fetch_kv(B, 0, 0), "fetch_kv");
+    CPB_RANGE(ctx, fetch_q(B, 0, 0, 0), "fetch");
     int64_t n = 0;
-    for (int64_t i = 0; i < B->m->u; i++) FPDT_IN_RANGE(ctx, kv_step(B, i, &n), "kv%lld", (long long)i);
+    for (int64_t i = 0; i < B->m->u; i++) CPB_RANGE(ctx, kv_step(B, i, &n), "kv%lld", (long long)i);
     /* the last dq write-backs are done before anything is freed */
     CPB_TRY(cpb_stream_join(ctx, comp, B->copy));
     return free_all(B);
@@ -216,6 +214,5 @@ int fpdt_pipe_backward(cpb_ctx *ctx, cpb_layer *L, void *state)
     if (!st) return cpb_fail(ctx, CPB_ERR_INVALID, "fpdt backward: no forward state");
     fpdt_bwd B = {.ctx = ctx, .L = L, .st = st, .m = &st->m, .comp = CPB_STREAM_COMPUTE};
     CPB_TRY(cpb_stream(ctx, "copy", &B.copy));
-    FPDT_IN_RANGE(ctx, bwd_run(&B), "fpdt/bwd");
-    return CPB_OK;
+    return bwd_run(&B);
 }

@@ -52,7 +52,7 @@ int fpdt_bwd_prep(fpdt_bwd *B)
     CPB_TRY(cpb_alloc(ctx, &P.of, m->nq, m->E, CPB_TAG_FETCH, "fpdt_o_fetch"));
     CPB_TRY(cpb_alloc(ctx, &P.osf, m->nq, m->E, CPB_TAG_FETCH, "fpdt_oseq_fetch"));
     CPB_TRY(cpb_alloc(ctx, &P.dl, m->nlse, CPB_FP32, CPB_TAG_GRAD_ACT, "fpdt_delta"));
-    for (int64_t j = 0; j < m->u; j++) FPDT_IN_RANGE(ctx, prep_chunk(&P, j), "dO%lld", (long long)j);
+    for (int64_t j = 0; j < m->u; j++) CPB_RANGE(ctx, prep_chunk(&P, j), "dO%lld", (long long)j);
     CPB_TRY(cpb_stream_join(ctx, B->comp, B->copy));
     cpb_buf **all[] = {&P.dys, &P.doh, &P.of, &P.osf, &P.dl, &B->st->o_h, &B->st->os_h};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) CPB_TRY(cpb_free(ctx, B->comp, all[i]));

@@ -33,23 +33,29 @@
 
 #include "fpdt.h"
 
+/* chunks the schedule keeps tables for (the state is one fixed block the harness gives
+ * forward and frees after backward, also after a failure) */
+#define FPDT_DS_MAX_CHUNKS CPB_MAX_SEGS
+#define FPDT_DS_TABLE(name) cpb_buf *name[FPDT_DS_MAX_CHUNKS]
+
 typedef struct fpdt_ds {
     cpb_ctx *ctx;
     cpb_layer *L;
     fpdt_dims m;
     int comp, off, gen;        /* compute, offload_stream, general_offload_stream */
     cpb_buf *barrier;          /* the all-reduce of dist.barrier() */
-    /* pinned host, one buffer per chunk (u entries each) */
-    cpb_buf **xh, **qh, **kh, **vh, **oh, **lh; /* layer input [c][D]; q, K, V, o, lse */
-    cpb_buf **doh, **dqh;      /* backward: dO, fp32 dq */
+    /* pinned host, one buffer per chunk: layer input [c][D]; q, K, V, o, lse; backward's
+     * dO and fp32 dq */
+    FPDT_DS_TABLE(xh); FPDT_DS_TABLE(qh); FPDT_DS_TABLE(kh); FPDT_DS_TABLE(vh);
+    FPDT_DS_TABLE(oh); FPDT_DS_TABLE(lh); FPDT_DS_TABLE(doh); FPDT_DS_TABLE(dqh);
     /* device copies of the chunks, by chunk index (NULL when not on the device) */
-    cpb_buf **q, **k, **v, **o, **lse, **d_o, **dq, **x;
+    FPDT_DS_TABLE(q); FPDT_DS_TABLE(k); FPDT_DS_TABLE(v); FPDT_DS_TABLE(o);
+    FPDT_DS_TABLE(lse); FPDT_DS_TABLE(d_o); FPDT_DS_TABLE(dq); FPDT_DS_TABLE(x);
     cpb_buf *cat;              /* forward's torch.cat of the outputs [s][H*d] (saved for dWo) */
 } fpdt_ds;
 
-/* the state of layer L with its per-chunk tables (every entry NULL), one malloc'd block */
-#define FPDT_DS_TABLES 16
-int fpdt_ds_new(cpb_ctx *ctx, cpb_layer *L, fpdt_ds **out);
+/* D (zeroed by the harness: every table entry NULL) set up for layer L */
+int fpdt_ds_init(cpb_ctx *ctx, cpb_layer *L, fpdt_ds *D);
 /* free every buffer the state still holds, in stream order */
 int fpdt_ds_release(fpdt_ds *D);
 

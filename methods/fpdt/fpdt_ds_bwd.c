@@ -231,6 +231,5 @@ int fpdt_ds_backward(cpb_ctx *ctx, cpb_layer *L, void *state)
     if (!D) return cpb_fail(ctx, CPB_ERR_INVALID, "fpdt backward: no forward state");
     D->ctx = ctx;
     D->L = L;
-    FPDT_IN_RANGE(ctx, bwd_run(D), "fpdt/bwd");
-    return CPB_OK;
+    return bwd_run(D);
 }

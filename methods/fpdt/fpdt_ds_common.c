@@ -1,28 +1,14 @@
 /* fpdt_ds_common.c — the pieces DeepSpeed's FPDT schedule (fpdt_ds.h) builds on: its
  * per-chunk tables, its synchronisation points, and SequenceChunk's load and offload. */
-#include <stdlib.h>
-
 #include "fpdt_ds.h"
 
-int fpdt_ds_new(cpb_ctx *ctx, cpb_layer *L, fpdt_ds **out)
+int fpdt_ds_init(cpb_ctx *ctx, cpb_layer *L, fpdt_ds *D)
 {
-    fpdt_dims m;
     char why[512];
-    *out = NULL;
-    if (fpdt_dims_init(&L->p, cpb_rank(ctx), &m, why, sizeof why) != CPB_OK)
+    if (fpdt_dims_init(&L->p, cpb_rank(ctx), &D->m, why, sizeof why) != CPB_OK)
         return cpb_fail(ctx, CPB_ERR_INVALID, "%s", why);
-    /* the state and its tables in one block: the harness releases it with free() */
-    size_t tables = (size_t)(FPDT_DS_TABLES * m.u) * sizeof(cpb_buf *);
-    fpdt_ds *D = calloc(1, sizeof *D + tables);
-    if (!D) return cpb_fail(ctx, CPB_ERR_NOMEM_HOST, "fpdt: out of host memory for %lld chunk tables", (long long)m.u);
     D->ctx = ctx;
     D->L = L;
-    D->m = m;
-    cpb_buf **t = (cpb_buf **)(D + 1);
-    cpb_buf ***all[FPDT_DS_TABLES] = {&D->xh, &D->qh, &D->kh, &D->vh, &D->oh, &D->lh, &D->doh, &D->dqh,
-                                      &D->q,  &D->k,  &D->v,  &D->o,  &D->lse, &D->d_o, &D->dq, &D->x};
-    for (int i = 0; i < FPDT_DS_TABLES; i++) *all[i] = t + i * m.u;
-    *out = D;
     return CPB_OK;
 }
 

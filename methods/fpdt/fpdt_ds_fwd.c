@@ -205,15 +205,13 @@ static int fwd_run(fpdt_ds *D)
                     cpb_mat(L->wo, 0, Hd, m->D, m->D), 0.0f, cpb_mat(L->y, 0, m->c * m->u, m->D, m->D));
 }
 
-int fpdt_ds_forward(cpb_ctx *ctx, cpb_layer *L, void **state)
+int fpdt_ds_forward(cpb_ctx *ctx, cpb_layer *L, void *state)
 {
-    fpdt_ds *D = NULL;
-    CPB_TRY(fpdt_ds_new(ctx, L, &D));
-    *state = D;
+    fpdt_ds *D = state;
+    CPB_TRY(fpdt_ds_init(ctx, L, D));
     D->comp = CPB_STREAM_COMPUTE;
     CPB_TRY(cpb_stream(ctx, "offload", &D->off));
     CPB_TRY(cpb_stream(ctx, "general_offload", &D->gen));
     CPB_TRY(cpb_alloc(ctx, &D->barrier, 1, CPB_FP32, CPB_TAG_TEMP, "barrier"));
-    FPDT_IN_RANGE(ctx, fwd_run(D), "fpdt/fwd");
-    return CPB_OK;
+    return fwd_run(D);
 }

@@ -151,7 +151,7 @@ static int attend_chunk(fwd *F, int64_t i)
     for (int64_t k = 0; k < i; k++) {
         int s = (int)(k % 2);
         /* the fetch of the next block overlaps this block's attention */
-        if (k + 1 < i) FPDT_IN_RANGE(ctx, fetch_kv(F, k + 1, (int)((k + 1) % 2)), "fetch%lld", (long long)(k + 1));
+        if (k + 1 < i) CPB_RANGE(ctx, fetch_kv(F, k + 1, (int)((k + 1) % 2)), "fetch%lld", (long long)(k + 1));
         CPB_TRY(cpb_stream_wait(ctx, F->comp, F->ev_kv[s]));
         cpb_attn_args b = attn_args(F, F->kf[s], F->vf[s], F->lp, 0, i, k);
         CPB_TRY(cpb_attn_fwd(ctx, F->comp, &b));
@@ -183,11 +183,11 @@ static int output_chunk(fwd *F, int64_t i)
 static int chunk_step(fwd *F, int64_t i)
 {
     /* the first earlier KV block starts coming back while this chunk is projected */
-    if (i > 0) FPDT_IN_RANGE(F->ctx, fetch_kv(F, 0, 0), "fetch0");
-    FPDT_IN_RANGE(F->ctx, qkv_chunk(F, i), "qkv");
-    FPDT_IN_RANGE(F->ctx, offload_qkv(F, i), "offload");
-    FPDT_IN_RANGE(F->ctx, attend_chunk(F, i), "attn");
-    FPDT_IN_RANGE(F->ctx, output_chunk(F, i), "out");
+    if (i > 0) CPB_RANGE(F->ctx, fetch_kv(F, 0, 0), "fetch0");
+    CPB_RANGE(F->ctx, qkv_chunk(F, i), "qkv");
+    CPB_RANGE(F->ctx, offload_qkv(F, i), "offload");
+    CPB_RANGE(F->ctx, attend_chunk(F, i), "attn");
+    CPB_RANGE(F->ctx, output_chunk(F, i), "out");
     return CPB_OK;
 }
 
@@ -195,22 +195,19 @@ static int fwd_run(fwd *F)
 {
     CPB_TRY(alloc_host(F));
     CPB_TRY(alloc_device(F));
-    for (int64_t i = 0; i < F->m->u; i++) FPDT_IN_RANGE(F->ctx, chunk_step(F, i), "chunk%lld", (long long)i);
+    for (int64_t i = 0; i < F->m->u; i++) CPB_RANGE(F->ctx, chunk_step(F, i), "chunk%lld", (long long)i);
     /* the last offloads finish before the device buffers go */
     CPB_TRY(cpb_stream_join(F->ctx, F->comp, F->copy));
     return free_device(F);
 }
 
-int fpdt_pipe_forward(cpb_ctx *ctx, cpb_layer *L, void **state)
+int fpdt_pipe_forward(cpb_ctx *ctx, cpb_layer *L, void *state)
 {
-    fpdt_state *st = calloc(1, sizeof *st);
-    if (!st) return cpb_fail(ctx, CPB_ERR_NOMEM_HOST, "fpdt: out of host memory for the forward state");
-    *state = st;
+    fpdt_state *st = state;
     char why[512];
     if (fpdt_dims_init(&L->p, cpb_rank(ctx), &st->m, why, sizeof why) != CPB_OK)
         return cpb_fail(ctx, CPB_ERR_INVALID, "%s", why);
     fwd F = {.ctx = ctx, .L = L, .st = st, .m = &st->m, .comp = CPB_STREAM_COMPUTE};
     CPB_TRY(cpb_stream(ctx, "copy", &F.copy));
-    FPDT_IN_RANGE(ctx, fwd_run(&F), "fpdt/fwd");
-    return CPB_OK;
+    return fwd_run(&F);
 }

@@ -1,8 +1,11 @@
-/* fpdt_method.c — FPDT's method entry: which shapes it accepts, its chunk geometry and its
- * interleaved token layout.  The schedule itself is in fpdt_fwd.c and fpdt_bwd*.c. */
+/* fpdt_method.c — FPDT's method entry: which shapes it accepts, its chunk geometry, its
+ * interleaved token layout and its options.  The schedules are in fpdt_fwd.c, fpdt_bwd*.c
+ * (pipelined) and fpdt_ds*.c (DeepSpeed's). */
 #include <stdio.h>
+#include <string.h>
 
 #include "fpdt.h"
+#include "fpdt_ds.h"
 
 #define REFUSE(...)                                                                        \
     do {                                                                                   \
@@ -19,13 +22,14 @@ int fpdt_dims_init(const cpb_problem *p, int rank, fpdt_dims *m, char *why, size
                (long long)p->D, p->H, p->G, p->d);
     if (p->H % p->G) REFUSE("fpdt: %d query heads are not a multiple of %d kv heads (H %% G != 0)", p->H, p->G);
     if (p->d % 2) REFUSE("fpdt: head dim %d must be even (RoPE rotates pairs)", p->d);
-    if (p->seq_chunk < 0) REFUSE("fpdt: --seq-chunk %lld must be positive", (long long)p->seq_chunk);
+    const int64_t given = cpb_knob_int(p, "seq_chunk");
+    if (given < 0) REFUSE("fpdt: --seq-chunk %lld must be positive", (long long)given);
     /* DeepSpeed's convention: the chunk is global, default 64K tokens or the whole sequence */
-    int64_t chunk = p->seq_chunk > 0 ? p->seq_chunk : (p->S < FPDT_DEFAULT_CHUNK ? p->S : FPDT_DEFAULT_CHUNK);
+    int64_t chunk = given > 0 ? given : (p->S < FPDT_DEFAULT_CHUNK ? p->S : FPDT_DEFAULT_CHUNK);
     if (p->S % chunk)
         REFUSE("fpdt: sequence %lld is not a multiple of the chunk %lld global tokens (--seq-chunk%s); "
                "choose S as a multiple of the chunk",
-               (long long)p->S, (long long)chunk, p->seq_chunk ? "" : ", default 65536");
+               (long long)p->S, (long long)chunk, given ? "" : ", default 65536");
     if (chunk % C)
         REFUSE("fpdt: chunk %lld global tokens is not divisible by the %d ranks (--seq-chunk must be a "
                "multiple of C)", (long long)chunk, C);
@@ -39,8 +43,12 @@ int fpdt_dims_init(const cpb_problem *p, int rank, fpdt_dims *m, char *why, size
         REFUSE("fpdt: %lld chunks exceed the %d token segments a layout can hold; use a larger --seq-chunk",
                (long long)u, CPB_MAX_SEGS);
     if (rank < 0 || rank >= C) REFUSE("fpdt: rank %d outside the world of %d", rank, C);
-    if (p->fpdt_impl != CPB_FPDT_DEEPSPEED && p->fpdt_impl != CPB_FPDT_PIPELINED)
-        REFUSE("fpdt: unknown schedule %d (--fpdt-impl deepspeed or pipelined)", p->fpdt_impl);
+    const char *impl = cpb_knob_str(p, "fpdt_impl");
+    if (impl[0] && strcmp(impl, "deepspeed") != 0 && strcmp(impl, "pipelined") != 0)
+        REFUSE("fpdt: unknown schedule '%s' (--fpdt-impl deepspeed or pipelined)", impl);
+    if (!fpdt_pipelined(p) && u > FPDT_DS_MAX_CHUNKS)
+        REFUSE("fpdt: %lld chunks exceed the %d DeepSpeed's schedule keeps tables for; use a larger --seq-chunk "
+               "(or --fpdt-impl pipelined)", (long long)u, FPDT_DS_MAX_CHUNKS);
 
     m->C = C;
     m->rank = rank;
@@ -86,15 +94,44 @@ static int fpdt_token_layout(const cpb_problem *p, int rank, cpb_segs *out)
     return CPB_OK;
 }
 
-/* --fpdt-impl: the knob changes the schedule, so it is the method's */
-static int fpdt_forward(cpb_ctx *ctx, cpb_layer *L, void **state)
+static int check_seq_chunk(const cpb_problem *p, char *why, size_t why_len)
 {
-    return L->p.fpdt_impl == CPB_FPDT_PIPELINED ? fpdt_pipe_forward(ctx, L, state) : fpdt_ds_forward(ctx, L, state);
+    int64_t chunk = cpb_knob_int(p, "seq_chunk");
+    if (chunk && (chunk % p->C || p->S % chunk)) {
+        snprintf(why, why_len, "--seq-chunk %lld must divide --seq %lld and be a multiple of the %d ranks",
+                 (long long)chunk, (long long)p->S, p->C);
+        return CPB_ERR_INVALID;
+    }
+    return CPB_OK;
+}
+
+static const cpb_knob fpdt_knobs[] = {
+    {.name = "seq_chunk", .type = CPB_KNOB_TOKENS, .def = "0", .check = check_seq_chunk, .arg = "N",
+     .help = "global tokens per chunk (default 65536)"},
+    /* the knob changes the schedule, so it is the method's */
+    {.name = "fpdt_impl", .type = CPB_KNOB_CHOICE, .def = "deepspeed", .choices = "deepspeed|pipelined",
+     .arg = "deepspeed|pipelined", .help = "DeepSpeed's schedule (the default) or the pipelined one"},
+    {NULL}};
+
+int fpdt_pipelined(const cpb_problem *p)
+{
+    return strcmp(cpb_knob_str(p, "fpdt_impl"), "pipelined") == 0;
+}
+
+/* forward and backward hand over one state block, sized for either schedule */
+typedef union fpdt_any_state {
+    fpdt_state pipelined;
+    fpdt_ds deepspeed;
+} fpdt_any_state;
+
+static int fpdt_forward(cpb_ctx *ctx, cpb_layer *L, void *state)
+{
+    return fpdt_pipelined(&L->p) ? fpdt_pipe_forward(ctx, L, state) : fpdt_ds_forward(ctx, L, state);
 }
 
 static int fpdt_backward(cpb_ctx *ctx, cpb_layer *L, void *state)
 {
-    return L->p.fpdt_impl == CPB_FPDT_PIPELINED ? fpdt_pipe_backward(ctx, L, state) : fpdt_ds_backward(ctx, L, state);
+    return fpdt_pipelined(&L->p) ? fpdt_pipe_backward(ctx, L, state) : fpdt_ds_backward(ctx, L, state);
 }
 
 const cpb_method cpb_method_fpdt = {
@@ -104,6 +141,8 @@ const cpb_method cpb_method_fpdt = {
     .check = fpdt_check,
     .token_layout = fpdt_token_layout,
     .weight_shard = NULL,
+    .state_size = sizeof(fpdt_any_state),
     .forward = fpdt_forward,
     .backward = fpdt_backward,
+    .knobs = fpdt_knobs,
 };

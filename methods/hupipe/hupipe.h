@@ -43,7 +43,7 @@ int hupipe_project(cpb_ctx *ctx, const hupipe_plan *pl, const char *what, const 
 int hupipe_project_kv(cpb_ctx *ctx, cpb_layer *L, const hupipe_plan *pl, const cpb_a2a_map *kvm, cpb_buf *tmp,
                       cpb_buf *kv);
 
-int hupipe_forward(cpb_ctx *ctx, cpb_layer *L, void **state);
+int hupipe_forward(cpb_ctx *ctx, cpb_layer *L, void *state);
 int hupipe_backward(cpb_ctx *ctx, cpb_layer *L, void *state);
 
 #endif

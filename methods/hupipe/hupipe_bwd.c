@@ -3,16 +3,8 @@
  * exchange so o never travels, q recomputed (K,V at a kv change), the zigzag ring backward
  * of the stage with fp32 dK,dV accumulated over the stages sharing them, dq exchanged back
  * into dx and the stage's columns of dWq; dK,dV go back after their last stage. */
+#include "common/grad_acc.h"
 #include "hupipe/hupipe.h"
-#include "ulysses/ulysses.h" /* the dx accumulation and dW zeroing of the family */
-
-#define ST CPB_STREAM_COMPUTE
-
-static int range_end(cpb_ctx *ctx, int rc)
-{
-    int rc2 = cpb_range_pop(ctx);
-    return rc != CPB_OK ? rc : rc2;
-}
 
 /* The stage buffers, reused by every stage; a buffer dead at that point carries each
  * send or receive:
@@ -27,7 +19,7 @@ typedef struct bwd_bufs {
     cpb_buf *kv;             /* [K | V] [2c][nk][d] ring order */
     cpb_buf *dkv, *dkv_stage;/* fp32 [dK | dV]: sum over the kv group's stages, one stage */
     cpb_buf *wg;             /* a stage's strided weight columns, gathered for the dx GEMM */
-    cpb_buf *dx;             /* dx accumulator (cpb_uly_dx_begin) */
+    cpb_buf *dx;             /* dx accumulator (cpb_dx_begin) */
 } bwd_bufs;
 
 /* dO and delta of the stage's heads, exchanged and permuted to ring order; dWo rows */
@@ -36,30 +28,28 @@ static int out_grad(cpb_ctx *ctx, cpb_layer *L, const hupipe_plan *pl, const cpb
 {
     const usp_shape *sh = &pl->sh;
     const int m = pl->st.m;
-    CPB_TRY(cpb_a2a_out_grad(ctx, ST, qm, &sh->seq, L->dy, L->wo, b->doh));
-    CPB_TRY(cpb_a2a_delta(ctx, ST, qm, &sh->seq, s->oseq, sh->H, b->doh, b->dls));
-    CPB_TRY(cpb_grid_a2a(ctx, ST, &sh->g, b->doh, 0, b->qx, 0, pl->Nm));
-    CPB_TRY(cpb_grid_to_ring(ctx, ST, &sh->g, (int64_t)m * sh->d, b->qx, 0, b->doh, 0));
-    CPB_TRY(cpb_grid_a2a(ctx, ST, &sh->g, b->dls, 0, b->dlh, 0, 2 * sh->g.c * m));
-    CPB_TRY(cpb_grid_to_ring(ctx, ST, &sh->g, m, b->dlh, 0, b->dls, 0));
-    return cpb_a2a_grad_wo(ctx, ST, qm, &sh->seq, s->oseq, sh->H, L->dy, L->dwo);
+    CPB_TRY(cpb_a2a_out_grad(ctx, CPB_STREAM_COMPUTE, qm, &sh->seq, L->dy, L->wo, b->doh));
+    CPB_TRY(cpb_a2a_delta(ctx, CPB_STREAM_COMPUTE, qm, &sh->seq, s->oseq, sh->H, b->doh, b->dls));
+    CPB_TRY(cpb_grid_a2a(ctx, CPB_STREAM_COMPUTE, &sh->g, b->doh, 0, b->qx, 0, pl->Nm));
+    CPB_TRY(cpb_grid_to_ring(ctx, CPB_STREAM_COMPUTE, &sh->g, (int64_t)m * sh->d, b->qx, 0, b->doh, 0));
+    CPB_TRY(cpb_grid_a2a(ctx, CPB_STREAM_COMPUTE, &sh->g, b->dls, 0, b->dlh, 0, 2 * sh->g.c * m));
+    CPB_TRY(cpb_grid_to_ring(ctx, CPB_STREAM_COMPUTE, &sh->g, m, b->dlh, 0, b->dls, 0));
+    return cpb_a2a_grad_wo(ctx, CPB_STREAM_COMPUTE, qm, &sh->seq, s->oseq, sh->H, L->dy, L->dwo);
 }
 
 /* One projection's gradient: fp32 ring order (at g_off) -> a2a order in qx -> exchanged
  * head->seq into doh -> dW and dx, one GEMM each (qx, dead once sent, lays the chunks side
  * by side for the dx GEMM; the stage's strided weight columns are gathered), as upipe
  * does. */
-static int give_back(cpb_ctx *ctx, const hupipe_plan *pl, const char *what, const cpb_a2a_map *m, cpb_buf *grad32,
-                     int64_t g_off, bwd_bufs *b, cpb_buf *w, int w_heads, int rope, cpb_buf *dw)
+static int give_back(cpb_ctx *ctx, const hupipe_plan *pl, const cpb_a2a_map *m, cpb_buf *grad32, int64_t g_off,
+                     bwd_bufs *b, cpb_buf *w, int w_heads, int rope, cpb_buf *dw)
 {
     const usp_shape *sh = &pl->sh;
     cpb_a2a_seq sq = sh->seq;
     if (!rope) sq.rope_base = 0;
-    CPB_TRY(cpb_range_push(ctx, "%s", what));
-    CPB_TRY(cpb_grid_to_a2a(ctx, ST, &sh->g, (int64_t)m->n * sh->d, grad32, g_off, b->qx, 0));
-    CPB_TRY(cpb_grid_a2a(ctx, ST, &sh->g, b->qx, 0, b->doh, 0, cpb_a2a_elems(m, sh->s, sh->d)));
-    CPB_TRY(cpb_a2a_grad_project(ctx, ST, m, &sq, b->doh, b->qx, b->wg, w, w_heads, dw, b->dx));
-    return cpb_range_pop(ctx);
+    CPB_TRY(cpb_grid_to_a2a(ctx, CPB_STREAM_COMPUTE, &sh->g, (int64_t)m->n * sh->d, grad32, g_off, b->qx, 0));
+    CPB_TRY(cpb_grid_a2a(ctx, CPB_STREAM_COMPUTE, &sh->g, b->qx, 0, b->doh, 0, cpb_a2a_elems(m, sh->s, sh->d)));
+    return cpb_a2a_grad_project(ctx, CPB_STREAM_COMPUTE, m, &sq, b->doh, b->qx, b->wg, w, w_heads, dw, b->dx);
 }
 
 static int stage(cpb_ctx *ctx, cpb_layer *L, const hupipe_plan *pl, int t, bwd_bufs *b, const hupipe_state *s)
@@ -72,24 +62,23 @@ static int stage(cpb_ctx *ctx, cpb_layer *L, const hupipe_plan *pl, int t, bwd_b
 
     CPB_TRY(hupipe_project(ctx, pl, "q", &qm, L->wq, sh->H, 1, b->qh, b->qx, b->qh, 0));
     if (first) CPB_TRY(hupipe_project_kv(ctx, L, pl, &kvm, b->qx, b->kv));
-    CPB_TRY(cpb_range_push(ctx, "do"));
-    CPB_TRY(range_end(ctx, out_grad(ctx, L, pl, &qm, b, s)));
+    CPB_RANGE(ctx, out_grad(ctx, L, pl, &qm, b, s), "do");
 
     /* the stage's ring backward: dK,dV start the kv group's sum, or join it */
-    CPB_TRY(cpb_range_push(ctx, "ring"));
     cpb_ring_cfg cfg = hupipe_ring(pl, t);
     cpb_buf *dkv = first ? b->dkv : b->dkv_stage;
     cpb_view no_o = {0};
-    CPB_TRY(range_end(ctx, cpb_ring_attn_bwd(ctx, &cfg, usp_ring_view(sh, b->qh, 0, m), b->kv, no_o,
-                                             usp_ring_view(sh, b->doh, 0, m), hupipe_lse(pl, s->lse, t),
-                                             cpb_a2a_delta_view(b->dls, 2 * sh->g.c, m),
-                                             usp_ring_view(sh, b->dq32, 0, m), dkv)));
-    if (!first) CPB_TRY(cpb_axpby(ctx, ST, 1.0f, cpb_whole(b->dkv_stage), 1.0f, cpb_whole(b->dkv)));
+    CPB_RANGE(ctx,
+              cpb_ring_attn_bwd(ctx, &cfg, usp_ring_view(sh, b->qh, 0, m), b->kv, no_o, usp_ring_view(sh, b->doh, 0, m),
+                                hupipe_lse(pl, s->lse, t), cpb_a2a_delta_view(b->dls, 2 * sh->g.c, m),
+                                usp_ring_view(sh, b->dq32, 0, m), dkv),
+              "ring");
+    if (!first) CPB_TRY(cpb_axpby(ctx, CPB_STREAM_COMPUTE, 1.0f, cpb_whole(b->dkv_stage), 1.0f, cpb_whole(b->dkv)));
 
-    CPB_TRY(give_back(ctx, pl, "dq", &qm, b->dq32, 0, b, L->wq, sh->H, 1, L->dwq));
+    CPB_RANGE(ctx, give_back(ctx, pl, &qm, b->dq32, 0, b, L->wq, sh->H, 1, L->dwq), "dq");
     if (last) {
-        CPB_TRY(give_back(ctx, pl, "dk", &kvm, b->dkv, 0, b, L->wk, sh->G, 1, L->dwk));
-        CPB_TRY(give_back(ctx, pl, "dv", &kvm, b->dkv, pl->Nkm, b, L->wv, sh->G, 0, L->dwv));
+        CPB_RANGE(ctx, give_back(ctx, pl, &kvm, b->dkv, 0, b, L->wk, sh->G, 1, L->dwk), "dk");
+        CPB_RANGE(ctx, give_back(ctx, pl, &kvm, b->dkv, pl->Nkm, b, L->wv, sh->G, 0, L->dwv), "dv");
     }
     return CPB_OK;
 }
@@ -108,8 +97,8 @@ static int backward_body(cpb_ctx *ctx, cpb_layer *L, const hupipe_plan *pl, hupi
     cpb_dtype dt = L->p.dtype;
     int64_t nd = 2 * sh->g.c * pl->st.m;
     bwd_bufs b = {0};
-    CPB_TRY(cpb_uly_zero_dw(ctx, L));
-    CPB_TRY(cpb_uly_dx_begin(ctx, L, &b.dx));
+    CPB_TRY(cpb_zero_dw(ctx, L));
+    CPB_TRY(cpb_dx_begin(ctx, L, &b.dx));
     CPB_TRY(cpb_alloc(ctx, &b.qh, pl->Nm, dt, CPB_TAG_A2A, "q_head"));
     CPB_TRY(cpb_alloc(ctx, &b.qx, pl->Nm, dt, CPB_TAG_A2A, "stage_xchg"));
     CPB_TRY(cpb_alloc(ctx, &b.doh, pl->Nm, dt, CPB_TAG_GRAD_ACT, "do_head"));
@@ -122,13 +111,10 @@ static int backward_body(cpb_ctx *ctx, cpb_layer *L, const hupipe_plan *pl, hupi
         CPB_TRY(cpb_alloc(ctx, &b.dkv_stage, 2 * pl->Nkm, CPB_FP32, CPB_TAG_GRAD_ACT, "dkv32_stage"));
     int64_t ng = cpb_stages_gather_elems(&pl->st, sh->D, sh->d);
     if (ng) CPB_TRY(cpb_alloc(ctx, &b.wg, ng, dt, CPB_TAG_GATHER, "w_gather"));
-    for (int t = 0; t < pl->st.nstage; t++) {
-        CPB_TRY(cpb_range_push(ctx, "stage%d", t));
-        CPB_TRY(range_end(ctx, stage(ctx, L, pl, t, &b, s)));
-    }
+    for (int t = 0; t < pl->st.nstage; t++) CPB_RANGE(ctx, stage(ctx, L, pl, t, &b, s), "stage%d", t);
     cpb_buf **all[] = {&b.qh, &b.qx, &b.doh, &b.dq32, &b.dls, &b.dlh, &b.kv, &b.dkv, &b.dkv_stage,
                        &b.wg, &s->oseq, &s->lse};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) CPB_TRY(cpb_free(ctx, ST, all[i]));
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, all[i]));
     return CPB_OK;
 }
 
@@ -136,6 +122,5 @@ int hupipe_backward(cpb_ctx *ctx, cpb_layer *L, void *state)
 {
     hupipe_plan pl;
     CPB_TRY(hupipe_plan_of(ctx, L, &pl));
-    CPB_TRY(cpb_range_push(ctx, "hupipe/bwd"));
-    return range_end(ctx, backward_body(ctx, L, &pl, state));
+    return backward_body(ctx, L, &pl, state);
 }

@@ -1,17 +1,7 @@
 /* hupipe_fwd.c — hybrid UPipe forward: per stage, the stage's q (and K,V at a kv change)
  * exchanged inside the Ulysses group, a zigzag ring attention over the ring group, o back
  * into the stage's columns of the sequence-layout o; y = o Wo once at the end. */
-#include <stdlib.h>
-
 #include "hupipe/hupipe.h"
-
-#define ST CPB_STREAM_COMPUTE
-
-static int range_end(cpb_ctx *ctx, int rc)
-{
-    int rc2 = cpb_range_pop(ctx);
-    return rc != CPB_OK ? rc : rc2;
-}
 
 /* The per-stage buffers, reused by every stage.  No separate send or receive buffers: q
  * is sent from qh, received in oh and permuted back into qh; after the attention wrote o
@@ -22,6 +12,15 @@ typedef struct fwd_bufs {
     cpb_buf *kv;      /* packed [K | V], each [2c][nk][d] */
 } fwd_bufs;
 
+/* o back to sequence layout, into this stage's heads of the saved o */
+static int stage_out(cpb_ctx *ctx, const hupipe_plan *pl, const cpb_a2a_map *qm, fwd_bufs *b, hupipe_state *s)
+{
+    const usp_shape *sh = &pl->sh;
+    CPB_TRY(cpb_grid_to_a2a(ctx, CPB_STREAM_COMPUTE, &sh->g, (int64_t)pl->st.m * sh->d, b->oh, 0, b->qh, 0));
+    CPB_TRY(cpb_grid_a2a(ctx, CPB_STREAM_COMPUTE, &sh->g, b->qh, 0, b->oh, 0, pl->Nm));
+    return cpb_a2a_unpack(ctx, CPB_STREAM_COMPUTE, qm, sh->s, sh->d, b->oh, s->oseq, sh->H);
+}
+
 static int stage(cpb_ctx *ctx, cpb_layer *L, const hupipe_plan *pl, int t, fwd_bufs *b, hupipe_state *s)
 {
     const usp_shape *sh = &pl->sh;
@@ -31,17 +30,13 @@ static int stage(cpb_ctx *ctx, cpb_layer *L, const hupipe_plan *pl, int t, fwd_b
     CPB_TRY(hupipe_project(ctx, pl, "q", &qm, L->wq, sh->H, 1, b->qh, b->oh, b->qh, 0));
     if (cpb_stages_kv_changes(&pl->st, t)) CPB_TRY(hupipe_project_kv(ctx, L, pl, &kvm, b->oh, b->kv));
 
-    CPB_TRY(cpb_range_push(ctx, "ring"));
     cpb_ring_cfg cfg = hupipe_ring(pl, t);
-    CPB_TRY(range_end(ctx, cpb_ring_attn_fwd(ctx, &cfg, usp_ring_view(sh, b->qh, 0, m), b->kv,
-                                             usp_ring_view(sh, b->oh, 0, m), hupipe_lse(pl, s->lse, t))));
-
-    /* o back to sequence layout, into this stage's heads of the saved o */
-    CPB_TRY(cpb_range_push(ctx, "o"));
-    CPB_TRY(cpb_grid_to_a2a(ctx, ST, &sh->g, (int64_t)m * sh->d, b->oh, 0, b->qh, 0));
-    CPB_TRY(cpb_grid_a2a(ctx, ST, &sh->g, b->qh, 0, b->oh, 0, pl->Nm));
-    CPB_TRY(cpb_a2a_unpack(ctx, ST, &qm, sh->s, sh->d, b->oh, s->oseq, sh->H));
-    return cpb_range_pop(ctx);
+    CPB_RANGE(ctx,
+              cpb_ring_attn_fwd(ctx, &cfg, usp_ring_view(sh, b->qh, 0, m), b->kv, usp_ring_view(sh, b->oh, 0, m),
+                                hupipe_lse(pl, s->lse, t)),
+              "ring");
+    CPB_RANGE(ctx, stage_out(ctx, pl, &qm, b, s), "o");
+    return CPB_OK;
 }
 
 static int forward_body(cpb_ctx *ctx, cpb_layer *L, const hupipe_plan *pl, hupipe_state *s)
@@ -54,27 +49,21 @@ static int forward_body(cpb_ctx *ctx, cpb_layer *L, const hupipe_plan *pl, hupip
     CPB_TRY(cpb_alloc(ctx, &b.qh, pl->Nm, dt, CPB_TAG_A2A, "q_head"));
     CPB_TRY(cpb_alloc(ctx, &b.oh, pl->Nm, dt, CPB_TAG_ATTN, "o_head"));
     CPB_TRY(cpb_alloc(ctx, &b.kv, 2 * pl->Nkm, dt, CPB_TAG_A2A, "kv_head"));
-    for (int t = 0; t < pl->st.nstage; t++) {
-        CPB_TRY(cpb_range_push(ctx, "stage%d", t));
-        CPB_TRY(range_end(ctx, stage(ctx, L, pl, t, &b, s)));
-    }
-    CPB_TRY(cpb_free(ctx, ST, &b.kv));
-    CPB_TRY(cpb_free(ctx, ST, &b.oh));
-    CPB_TRY(cpb_free(ctx, ST, &b.qh));
-    CPB_TRY(cpb_range_push(ctx, "out"));
+    for (int t = 0; t < pl->st.nstage; t++) CPB_RANGE(ctx, stage(ctx, L, pl, t, &b, s), "stage%d", t);
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &b.kv));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &b.oh));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &b.qh));
     int64_t hd = (int64_t)sh->H * sh->d;
-    CPB_TRY(cpb_gemm(ctx, ST, 0, 0, 1.0f, cpb_mat(s->oseq, 0, sh->s, hd, hd), cpb_mat(L->wo, 0, hd, sh->D, sh->D),
-                     0.0f, cpb_mat(L->y, 0, sh->s, sh->D, sh->D)));
-    return cpb_range_pop(ctx);
+    CPB_RANGE(ctx,
+              cpb_gemm(ctx, CPB_STREAM_COMPUTE, 0, 0, 1.0f, cpb_mat(s->oseq, 0, sh->s, hd, hd),
+                       cpb_mat(L->wo, 0, hd, sh->D, sh->D), 0.0f, cpb_mat(L->y, 0, sh->s, sh->D, sh->D)),
+              "out");
+    return CPB_OK;
 }
 
-int hupipe_forward(cpb_ctx *ctx, cpb_layer *L, void **state)
+int hupipe_forward(cpb_ctx *ctx, cpb_layer *L, void *state)
 {
-    hupipe_state *s = calloc(1, sizeof *s);
-    if (!s) return cpb_fail(ctx, CPB_ERR_NOMEM_HOST, "hupipe: out of host memory for the state");
-    *state = s;
     hupipe_plan pl;
     CPB_TRY(hupipe_plan_of(ctx, L, &pl));
-    CPB_TRY(cpb_range_push(ctx, "hupipe/fwd"));
-    return range_end(ctx, forward_body(ctx, L, &pl, s));
+    return forward_body(ctx, L, &pl, state);
 }

@@ -31,7 +31,6 @@
 #include "cpb_method.h"
 #include "metp/metp_shards.h"
 
-#define COMPUTE CPB_STREAM_COMPUTE
 
 typedef struct metp_state {
     cpb_buf *o;   /* [s][H*d] storage dtype, group j at columns [j*hq*d, (j+1)*hq*d) */
@@ -132,10 +131,10 @@ static int fwd_group(cpb_ctx *ctx, metp_run *R, int j)
     cpb_buf *q = NULL, *kv = NULL;
     CPB_TRY(project(ctx, R, &w, &q, &kv));
     CPB_TRY(cpb_ring_attn_fwd(ctx, &R->cfg, q_heads(R, q), kv, o_heads(R, j), lse_of(R, j)));
-    CPB_TRY(cpb_free(ctx, COMPUTE, &kv));
-    CPB_TRY(cpb_free(ctx, COMPUTE, &q));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &kv));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &q));
     /* y += o_j Wo_j: the group's share of the output, summed locally */
-    return cpb_gemm(ctx, COMPUTE, 0, 0, 1.0f, o_mat(R, j), w.wo, j ? 1.0f : 0.0f,
+    return cpb_gemm(ctx, CPB_STREAM_COMPUTE, 0, 0, 1.0f, o_mat(R, j), w.wo, j ? 1.0f : 0.0f,
                     cpb_mat(R->L->y, 0, R->s, R->D, R->D));
 }
 
@@ -147,10 +146,7 @@ static int forward_body(cpb_ctx *ctx, cpb_layer *L, metp_state *st)
     CPB_TRY(cpb_alloc(ctx, &st->lse, R.s * L->p.H, CPB_FP32, CPB_TAG_ATTN, "lse"));
     CPB_TRY(metp_shards_fetch(ctx, &R.W, 0));
     for (int j = 0; j < L->p.C; j++) {
-        CPB_TRY(cpb_range_push(ctx, "group%d", j));
-        int rc = fwd_group(ctx, &R, j);
-        CPB_TRY(cpb_range_pop(ctx));
-        CPB_TRY(rc);
+        CPB_RANGE(ctx, fwd_group(ctx, &R, j), "group%d", j);
     }
     return metp_shards_close(ctx, &R.W);
 }
@@ -175,7 +171,7 @@ static int bwd_group(cpb_ctx *ctx, metp_run *R, int j, bwd_acc *A)
     /* dO of the group's heads only */
     cpb_buf *d_o = NULL, *q = NULL, *kv = NULL, *dq = NULL, *dkv = NULL;
     CPB_TRY(cpb_alloc(ctx, &d_o, s * hqd, L->p.dtype, CPB_TAG_GRAD_ACT, "dO_group"));
-    CPB_TRY(cpb_gemm(ctx, COMPUTE, 0, 1, 1.0f, dy, w.wo, 0.0f, cpb_mat(d_o, 0, s, hqd, hqd)));
+    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 0, 1, 1.0f, dy, w.wo, 0.0f, cpb_mat(d_o, 0, s, hqd, hqd)));
 
     /* recompute q, K, V of the group; the inner ring backward */
     CPB_TRY(project(ctx, R, &w, &q, &kv));
@@ -184,34 +180,34 @@ static int bwd_group(cpb_ctx *ctx, metp_run *R, int j, bwd_acc *A)
     cpb_view no_delta = {0};
     CPB_TRY(cpb_ring_attn_bwd(ctx, &R->cfg, q_heads(R, q), kv, o_heads(R, j), q_heads(R, d_o), lse_of(R, j),
                               no_delta, q_heads(R, dq), dkv));
-    CPB_TRY(cpb_free(ctx, COMPUTE, &d_o));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &d_o));
 
     /* RoPE backward in fp32; gradients into the dead q, K,V buffers in the storage dtype */
-    CPB_TRY(cpb_rope(ctx, COMPUTE, q_heads(R, dq), &L->tokens, L->p.rope_base, 1));
-    CPB_TRY(cpb_rope(ctx, COMPUTE, cpb_ring_k(&R->cfg, dkv), &L->tokens, L->p.rope_base, 1));
-    CPB_TRY(cpb_copy(ctx, COMPUTE, cpb_whole(q), cpb_whole(dq)));
-    CPB_TRY(cpb_copy(ctx, COMPUTE, cpb_whole(kv), cpb_whole(dkv)));
-    CPB_TRY(cpb_free(ctx, COMPUTE, &dkv));
-    CPB_TRY(cpb_free(ctx, COMPUTE, &dq));
+    CPB_TRY(cpb_rope(ctx, CPB_STREAM_COMPUTE, q_heads(R, dq), &L->tokens, L->p.rope_base, 1));
+    CPB_TRY(cpb_rope(ctx, CPB_STREAM_COMPUTE, cpb_ring_k(&R->cfg, dkv), &L->tokens, L->p.rope_base, 1));
+    CPB_TRY(cpb_copy(ctx, CPB_STREAM_COMPUTE, cpb_whole(q), cpb_whole(dq)));
+    CPB_TRY(cpb_copy(ctx, CPB_STREAM_COMPUTE, cpb_whole(kv), cpb_whole(dkv)));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &dkv));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &dq));
     cpb_view dqm = cpb_mat(q, 0, s, hqd, hqd);
     cpb_view dkm = cpb_mat(kv, 0, s, hkd, hkd), dvm = cpb_mat(kv, s * hkd, s, hkd, hkd);
 
     /* dx += d(q, k, v) W_j^T, summed locally */
     cpb_view dx = cpb_mat(L->dx, 0, s, D, D);
-    CPB_TRY(cpb_gemm(ctx, COMPUTE, 0, 1, 1.0f, dqm, w.wq, j ? 1.0f : 0.0f, dx));
-    CPB_TRY(cpb_gemm(ctx, COMPUTE, 0, 1, 1.0f, dkm, w.wk, 1.0f, dx));
-    CPB_TRY(cpb_gemm(ctx, COMPUTE, 0, 1, 1.0f, dvm, w.wv, 1.0f, dx));
+    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 0, 1, 1.0f, dqm, w.wq, j ? 1.0f : 0.0f, dx));
+    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 0, 1, 1.0f, dkm, w.wk, 1.0f, dx));
+    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 0, 1, 1.0f, dvm, w.wv, 1.0f, dx));
 
     /* the group's dW partials (pack free once the previous group's reduce read it) */
-    if (j > 0) CPB_TRY(cpb_stream_wait(ctx, COMPUTE, A->dw_free));
+    if (j > 0) CPB_TRY(cpb_stream_wait(ctx, CPB_STREAM_COMPUTE, A->dw_free));
     metp_group_w g = metp_grad_views(&R->W, A->dw);
     cpb_view x = cpb_mat(L->x, 0, s, D, D);
-    CPB_TRY(cpb_gemm(ctx, COMPUTE, 1, 0, 1.0f, x, dqm, 0.0f, g.wq));
-    CPB_TRY(cpb_gemm(ctx, COMPUTE, 1, 0, 1.0f, x, dkm, 0.0f, g.wk));
-    CPB_TRY(cpb_gemm(ctx, COMPUTE, 1, 0, 1.0f, x, dvm, 0.0f, g.wv));
-    CPB_TRY(cpb_gemm(ctx, COMPUTE, 1, 0, 1.0f, o_mat(R, j), dy, 0.0f, g.wo));
-    CPB_TRY(cpb_free(ctx, COMPUTE, &kv));
-    CPB_TRY(cpb_free(ctx, COMPUTE, &q));
+    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 1, 0, 1.0f, x, dqm, 0.0f, g.wq));
+    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 1, 0, 1.0f, x, dkm, 0.0f, g.wk));
+    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 1, 0, 1.0f, x, dvm, 0.0f, g.wv));
+    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 1, 0, 1.0f, o_mat(R, j), dy, 0.0f, g.wo));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &kv));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &q));
     /* to the owner, rank j, while the next group computes */
     return metp_grads_reduce(ctx, &R->W, A->dw, j, &A->dw_free);
 }
@@ -224,39 +220,23 @@ static int backward_body(cpb_ctx *ctx, cpb_layer *L, metp_state *st)
     CPB_TRY(cpb_alloc(ctx, &A.dw, metp_shard_elems(L), CPB_FP32, CPB_TAG_GATHER, "dw_group"));
     CPB_TRY(metp_shards_fetch(ctx, &R.W, 0));
     for (int j = 0; j < L->p.C; j++) {
-        CPB_TRY(cpb_range_push(ctx, "group%d", j));
-        int rc = bwd_group(ctx, &R, j, &A);
-        CPB_TRY(cpb_range_pop(ctx));
-        CPB_TRY(rc);
+        CPB_RANGE(ctx, bwd_group(ctx, &R, j, &A), "group%d", j);
     }
-    CPB_TRY(cpb_stream_wait(ctx, COMPUTE, A.dw_free)); /* the last reduce */
-    CPB_TRY(cpb_free(ctx, COMPUTE, &A.dw));
-    CPB_TRY(cpb_free(ctx, COMPUTE, &st->lse));
-    CPB_TRY(cpb_free(ctx, COMPUTE, &st->o));
+    CPB_TRY(cpb_stream_wait(ctx, CPB_STREAM_COMPUTE, A.dw_free)); /* the last reduce */
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &A.dw));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &st->lse));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &st->o));
     return metp_shards_close(ctx, &R.W);
 }
 
-static int metp_forward(cpb_ctx *ctx, cpb_layer *L, void **state)
+static int metp_forward(cpb_ctx *ctx, cpb_layer *L, void *state)
 {
-    metp_state *st = calloc(1, sizeof *st);
-    if (!st) return cpb_fail(ctx, CPB_ERR_NOMEM_HOST, "metp: out of host memory for the state");
-    *state = st;
-    CPB_TRY(cpb_range_push(ctx, "metp"));
-    CPB_TRY(cpb_range_push(ctx, "fwd"));
-    int rc = forward_body(ctx, L, st);
-    cpb_range_pop(ctx);
-    cpb_range_pop(ctx);
-    return rc;
+    return forward_body(ctx, L, state);
 }
 
 static int metp_backward(cpb_ctx *ctx, cpb_layer *L, void *state)
 {
-    CPB_TRY(cpb_range_push(ctx, "metp"));
-    CPB_TRY(cpb_range_push(ctx, "bwd"));
-    int rc = backward_body(ctx, L, state);
-    cpb_range_pop(ctx);
-    cpb_range_pop(ctx);
-    return rc;
+    return backward_body(ctx, L, state);
 }
 
 const cpb_method cpb_method_metp = {
@@ -265,6 +245,7 @@ const cpb_method cpb_method_metp = {
     .check = metp_check,
     .token_layout = cpb_layout_zigzag,
     .weight_shard = cpb_shard_head_group,
+    .state_size = sizeof(metp_state),
     .forward = metp_forward,
     .backward = metp_backward,
 };

@@ -2,7 +2,6 @@
  * (see metp_shards.h). */
 #include "metp/metp_shards.h"
 
-#define COMPUTE CPB_STREAM_COMPUTE
 
 int64_t metp_shard_elems(const cpb_layer *L)
 {
@@ -60,7 +59,7 @@ int metp_shards_fetch(cpb_ctx *ctx, metp_shards *W, int j)
     /* the root sends its own shard; the others receive into buffer j % 2 */
     int root = cpb_rank(ctx) == j;
     metp_group_w w = root ? own_views(W) : pack_views(W, W->buf[j % 2]);
-    CPB_TRY(cpb_stream_join(ctx, W->comm, COMPUTE));
+    CPB_TRY(cpb_stream_join(ctx, W->comm, CPB_STREAM_COMPUTE));
     CPB_TRY(cpb_broadcast(ctx, W->comm, NULL, span_of(w.wq), j));
     CPB_TRY(cpb_broadcast(ctx, W->comm, NULL, span_of(w.wk), j));
     CPB_TRY(cpb_broadcast(ctx, W->comm, NULL, span_of(w.wv), j));
@@ -75,7 +74,7 @@ int metp_shards_get(cpb_ctx *ctx, metp_shards *W, int j, metp_group_w *out)
         return CPB_OK;
     }
     /* the owner waits too: a broadcast is in place, an access to its own shard */
-    CPB_TRY(cpb_stream_wait(ctx, COMPUTE, W->ready[j % 2]));
+    CPB_TRY(cpb_stream_wait(ctx, CPB_STREAM_COMPUTE, W->ready[j % 2]));
     *out = cpb_rank(ctx) == j ? own_views(W) : pack_views(W, W->buf[j % 2]);
     return CPB_OK;
 }
@@ -83,8 +82,8 @@ int metp_shards_get(cpb_ctx *ctx, metp_shards *W, int j, metp_group_w *out)
 int metp_shards_close(cpb_ctx *ctx, metp_shards *W)
 {
     /* the last broadcasts were waited for by compute before their group ran */
-    CPB_TRY(cpb_free(ctx, COMPUTE, &W->buf[1]));
-    return cpb_free(ctx, COMPUTE, &W->buf[0]);
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &W->buf[1]));
+    return cpb_free(ctx, CPB_STREAM_COMPUTE, &W->buf[0]);
 }
 
 int metp_grads_reduce(cpb_ctx *ctx, metp_shards *W, cpb_buf *pack, int j, cpb_event *done)
@@ -92,7 +91,7 @@ int metp_grads_reduce(cpb_ctx *ctx, metp_shards *W, cpb_buf *pack, int j, cpb_ev
     cpb_layer *L = W->L;
     metp_group_w g = pack_views(W, pack);
     /* rank j receives; the others pass their own dW views, which a reduce leaves alone */
-    CPB_TRY(cpb_stream_join(ctx, W->comm, COMPUTE));
+    CPB_TRY(cpb_stream_join(ctx, W->comm, CPB_STREAM_COMPUTE));
     CPB_TRY(cpb_reduce(ctx, W->comm, NULL, span_of(g.wq), cpb_whole(L->dwq), j));
     CPB_TRY(cpb_reduce(ctx, W->comm, NULL, span_of(g.wk), cpb_whole(L->dwk), j));
     CPB_TRY(cpb_reduce(ctx, W->comm, NULL, span_of(g.wv), cpb_whole(L->dwv), j));

@@ -5,11 +5,26 @@
 
 #include "offload/offload.h"
 
-#define ST CPB_STREAM_COMPUTE
+
+static int check_offload_group(const cpb_problem *p, char *why, size_t why_len)
+{
+    int64_t og = cpb_knob_int(p, "offload_group");
+    if (og > p->H) {
+        snprintf(why, why_len, "--offload-group %lld is more than the %d query heads", (long long)og, p->H);
+        return CPB_ERR_INVALID;
+    }
+    return CPB_OK;
+}
+
+static const cpb_knob offload_knobs[] = {
+    {.name = "offload_group", .type = CPB_KNOB_INT, .def = "0", .check = check_offload_group, .arg = "N",
+     .help = "heads per backward group (default: half a rank's heads)"},
+    {NULL}};
 
 int offload_group_of(const cpb_problem *p)
 {
-    if (p->offload_group > 0) return p->offload_group;
+    int64_t given = cpb_knob_int(p, "offload_group");
+    if (given > 0) return (int)given;
     /* default: half of the rank's heads, rounded down to a divisor, at least 1 */
     int hc = p->C > 0 ? p->H / p->C : 1, og = hc / 2 > 0 ? hc / 2 : 1;
     while (og > 1 && hc % og) og--;
@@ -47,13 +62,11 @@ typedef struct hook_ctx {
     const cpb_uly_shape *u;
 } hook_ctx;
 
-static int to_host(cpb_ctx *ctx, void *user, int which, cpb_buf *b)
+static int copy_to_host(cpb_ctx *ctx, const hook_ctx *h, int which, cpb_buf *b)
 {
-    hook_ctx *h = user;
     off_state *s = h->s;
     const cpb_uly_shape *u = h->u;
-    CPB_TRY(cpb_range_push(ctx, "d2h"));
-    CPB_TRY(cpb_stream_join(ctx, s->copy, ST)); /* the copy reads what compute wrote */
+    CPB_TRY(cpb_stream_join(ctx, s->copy, CPB_STREAM_COMPUTE)); /* the copy reads what compute wrote */
     if (which == ULY_Q || which == ULY_O) {
         cpb_buf *host = which == ULY_Q ? s->hq : s->ho;
         int64_t gsz = u->S * s->og * u->d;
@@ -66,7 +79,13 @@ static int to_host(cpb_ctx *ctx, void *user, int which, cpb_buf *b)
         cpb_buf *host = which == ULY_K ? s->hk : which == ULY_V ? s->hv : s->hlse;
         CPB_TRY(cpb_copy(ctx, s->copy, cpb_whole(host), cpb_whole(b)));
     }
-    return cpb_range_pop(ctx);
+    return CPB_OK;
+}
+
+static int to_host(cpb_ctx *ctx, void *user, int which, cpb_buf *b)
+{
+    CPB_RANGE(ctx, copy_to_host(ctx, user, which, b), "d2h");
+    return CPB_OK;
 }
 
 static int release(cpb_ctx *ctx, void *user, int which, cpb_buf **b)
@@ -75,21 +94,18 @@ static int release(cpb_ctx *ctx, void *user, int which, cpb_buf **b)
     (void)which;
     /* freed on the copy stream once compute's last use is ordered before it: the device
      * copy goes away as soon as both the forward and the D2H are done with it */
-    CPB_TRY(cpb_stream_join(ctx, h->s->copy, ST));
+    CPB_TRY(cpb_stream_join(ctx, h->s->copy, CPB_STREAM_COMPUTE));
     return cpb_free(ctx, h->s->copy, b);
 }
 
-int offload_forward(cpb_ctx *ctx, cpb_layer *L, void **state)
+int offload_forward(cpb_ctx *ctx, cpb_layer *L, void *state)
 {
+    off_state *s = state;
     cpb_uly_shape u;
     CPB_TRY(cpb_uly_shape_of(L, &u));
-    off_state *s = calloc(1, sizeof *s);
-    if (!s) return cpb_fail(ctx, CPB_ERR_NOMEM_HOST, "offload: out of host memory for the state");
-    *state = s;
     s->og = offload_group_of(&L->p);
     s->ng = u.hc / s->og;
     CPB_TRY(cpb_stream(ctx, "copy", &s->copy));
-    CPB_TRY(cpb_range_push(ctx, "offload/fwd"));
     cpb_dtype dt = L->p.dtype;
     CPB_TRY(cpb_alloc_host(ctx, &s->hx, u.s * u.D, dt, CPB_TAG_SAVED, "x_host"));
     CPB_TRY(cpb_alloc_host(ctx, &s->hq, u.S * u.hc * u.d, dt, CPB_TAG_SAVED, "q_host"));
@@ -98,13 +114,12 @@ int offload_forward(cpb_ctx *ctx, cpb_layer *L, void **state)
     CPB_TRY(cpb_alloc_host(ctx, &s->ho, u.S * u.hc * u.d, dt, CPB_TAG_SAVED, "o_host"));
     CPB_TRY(cpb_alloc_host(ctx, &s->hlse, u.S * u.hc, CPB_FP32, CPB_TAG_SAVED, "lse_host"));
     /* the layer input goes to the host first: backward fetches it back */
-    CPB_TRY(cpb_stream_join(ctx, s->copy, ST));
+    CPB_TRY(cpb_stream_join(ctx, s->copy, CPB_STREAM_COMPUTE));
     CPB_TRY(cpb_copy(ctx, s->copy, cpb_whole(s->hx), cpb_whole(L->x)));
     hook_ctx hc = {s, &u};
     cpb_uly_hooks hooks = {&hc, to_host, release};
     cpb_uly_saved sv = {{0}};
-    CPB_TRY(cpb_uly_forward(ctx, L, &u, &hooks, &sv));
-    return cpb_range_pop(ctx);
+    return cpb_uly_forward(ctx, L, &u, &hooks, &sv);
 }
 
 const cpb_method cpb_method_offload = {
@@ -113,6 +128,8 @@ const cpb_method cpb_method_offload = {
     .check = offload_check,
     .token_layout = cpb_layout_contiguous,
     .weight_shard = NULL,
+    .state_size = sizeof(off_state),
     .forward = offload_forward,
     .backward = offload_backward,
+    .knobs = offload_knobs,
 };

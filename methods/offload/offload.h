@@ -28,7 +28,7 @@ int offload_group_of(const cpb_problem *p);
 /* the local kv heads [*a, *a + *nk) that group b's query heads use */
 void offload_group_kv(const cpb_uly_shape *u, int og, int b, int *a, int *nk);
 
-int offload_forward(cpb_ctx *ctx, cpb_layer *L, void **state);
+int offload_forward(cpb_ctx *ctx, cpb_layer *L, void *state);
 int offload_backward(cpb_ctx *ctx, cpb_layer *L, void *state);
 
 #endif

@@ -18,9 +18,8 @@
  * GEMMs read that one rather than fetching a second device copy. */
 #include <stdlib.h>
 
+#include "common/grad_acc.h"
 #include "offload/offload.h"
-
-#define ST CPB_STREAM_COMPUTE
 
 typedef struct slot {
     cpb_buf *q, *o, *k, *v, *lse; /* [S][og][d], [S][nkmax][d], [og][S] fp32 */
@@ -36,17 +35,16 @@ typedef struct bwd {
     cpb_event *ready;   /* group b's fetch has landed */
     cpb_buf *doh, *dqh, *dkh, *dvh;
     cpb_buf *wg;        /* the group's weight columns gathered for the dx GEMM */
-    cpb_buf *dx;        /* dx accumulator (cpb_uly_dx_begin) */
+    cpb_buf *dx;        /* dx accumulator (cpb_dx_begin) */
 } bwd;
 
-static int fetch(cpb_ctx *ctx, bwd *B, int b)
+static int fetch_copies(cpb_ctx *ctx, bwd *B, int b)
 {
     const cpb_uly_shape *u = B->u;
     off_state *s = B->s;
     slot *sl = &B->sl[b % 2];
     int a, nk;
     offload_group_kv(u, s->og, b, &a, &nk);
-    CPB_TRY(cpb_range_push(ctx, "fetch%d", b));
     if (B->used_valid[b % 2]) CPB_TRY(cpb_stream_wait(ctx, s->copy, B->used[b % 2]));
     int64_t gsz = u->S * s->og * u->d;
     CPB_TRY(cpb_copy(ctx, s->copy, cpb_span(sl->q, 0, gsz), cpb_span(s->hq, b * gsz, gsz)));
@@ -58,8 +56,14 @@ static int fetch(cpb_ctx *ctx, bwd *B, int b)
     cpb_view hv = cpb_heads(s->hv, (int64_t)a * u->d, u->S, nk, u->d, ld, u->d);
     CPB_TRY(cpb_copy(ctx, s->copy, cpb_a2a_head_view(sl->k, u->S, nk, u->d), hk));
     CPB_TRY(cpb_copy(ctx, s->copy, cpb_a2a_head_view(sl->v, u->S, nk, u->d), hv));
-    CPB_TRY(cpb_event_record(ctx, s->copy, &B->ready[b]));
-    return cpb_range_pop(ctx);
+    return cpb_event_record(ctx, s->copy, &B->ready[b]);
+}
+
+/* group b's saved tensors into its device slot, on the copy stream */
+static int fetch(cpb_ctx *ctx, bwd *B, int b)
+{
+    CPB_RANGE(ctx, fetch_copies(ctx, B, b), "fetch%d", b);
+    return CPB_OK;
 }
 
 /* attention backward of the group: one call when its query heads map uniformly onto its
@@ -89,26 +93,40 @@ static int group_attn(cpb_ctx *ctx, bwd *B, int b, const slot *sl, int nk)
         at.dk = cpb_view_heads(cpb_a2a_head_view(B->dkh, u->S, nk, u->d), k0, nkc);
         at.dv = cpb_view_heads(cpb_a2a_head_view(B->dvh, u->S, nk, u->d), k0, nkc);
         at.causal = 1;
-        CPB_TRY(cpb_attn_bwd(ctx, ST, &at));
+        CPB_TRY(cpb_attn_bwd(ctx, CPB_STREAM_COMPUTE, &at));
     }
     return CPB_OK;
 }
 
 static int exchange(cpb_ctx *ctx, const cpb_a2a_map *m, const cpb_uly_shape *u, cpb_buf *send, cpb_buf *recv)
 {
-    CPB_TRY(cpb_range_push(ctx, "a2a"));
-    return cpb_a2a_range_end(ctx, cpb_a2a_exchange(ctx, ST, m, u->s, u->d, send, recv));
+    CPB_RANGE(ctx, cpb_a2a_exchange(ctx, CPB_STREAM_COMPUTE, m, u->s, u->d, send, recv), "a2a");
+    return CPB_OK;
 }
 
-static int give_back(cpb_ctx *ctx, bwd *B, const char *what, const cpb_a2a_map *m, cpb_buf *grad, cpb_buf *w,
-                     int w_heads, int rope, cpb_buf *dw, cpb_buf *dx)
+static int give_back(cpb_ctx *ctx, bwd *B, const cpb_a2a_map *m, cpb_buf *grad, cpb_buf *w, int w_heads, int rope,
+                     cpb_buf *dw, cpb_buf *dx)
 {
     cpb_a2a_seq sq = B->u->seq;
     if (!rope) sq.rope_base = 0;
-    CPB_TRY(cpb_range_push(ctx, "%s", what));
     CPB_TRY(exchange(ctx, m, B->u, grad, B->doh));
-    CPB_TRY(cpb_a2a_grad_project(ctx, ST, m, &sq, B->doh, grad, B->wg, w, w_heads, dw, dx));
-    return cpb_range_pop(ctx);
+    return cpb_a2a_grad_project(ctx, CPB_STREAM_COMPUTE, m, &sq, B->doh, grad, B->wg, w, w_heads, dw, dx);
+}
+
+/* dO of the group's heads, exchanged to head layout */
+static int out_grad(cpb_ctx *ctx, cpb_layer *L, bwd *B, const cpb_a2a_map *qm)
+{
+    CPB_TRY(cpb_a2a_out_grad(ctx, CPB_STREAM_COMPUTE, qm, &B->u->seq, L->dy, L->wo, B->dqh));
+    return exchange(ctx, qm, B->u, B->dqh, B->doh);
+}
+
+/* dWo rows of the group's heads, from o brought back to sequence layout */
+static int grad_wo(cpb_ctx *ctx, cpb_layer *L, bwd *B, const cpb_a2a_map *qm, int b)
+{
+    CPB_TRY(exchange(ctx, qm, B->u, B->sl[b % 2].o, B->doh));
+    CPB_TRY(cpb_event_record(ctx, CPB_STREAM_COMPUTE, &B->used[b % 2])); /* the slot is free to refill */
+    B->used_valid[b % 2] = 1;
+    return cpb_a2a_grad_wo(ctx, CPB_STREAM_COMPUTE, qm, &B->u->seq, B->doh, 0, L->dy, L->dwo);
 }
 
 /* group b's maps: rank j's query heads j*hc + b*og + i and the kv heads they use */
@@ -135,25 +153,16 @@ static int group(cpb_ctx *ctx, cpb_layer *L, bwd *B, int b)
     cpb_a2a_map qm, kvm;
     group_maps(u, og, b, &qm, &kvm);
     if (b + 1 < s->ng) CPB_TRY(fetch(ctx, B, b + 1)); /* overlaps this group's compute */
-    CPB_TRY(cpb_stream_wait(ctx, ST, B->ready[b]));
+    CPB_TRY(cpb_stream_wait(ctx, CPB_STREAM_COMPUTE, B->ready[b]));
     slot *sl = &B->sl[b % 2];
 
-    CPB_TRY(cpb_range_push(ctx, "do"));
-    CPB_TRY(cpb_a2a_out_grad(ctx, ST, &qm, &u->seq, L->dy, L->wo, B->dqh));
-    CPB_TRY(exchange(ctx, &qm, u, B->dqh, B->doh));
-    CPB_TRY(cpb_range_pop(ctx));
-    CPB_TRY(cpb_range_push(ctx, "attn"));
-    CPB_TRY(cpb_a2a_range_end(ctx, group_attn(ctx, B, b, sl, nk)));
-    /* dWo rows of the group's heads, from o brought back to sequence layout */
-    CPB_TRY(cpb_range_push(ctx, "wo"));
-    CPB_TRY(exchange(ctx, &qm, u, sl->o, B->doh));
-    CPB_TRY(cpb_event_record(ctx, ST, &B->used[b % 2])); /* the slot is free to refill */
-    B->used_valid[b % 2] = 1;
-    CPB_TRY(cpb_a2a_grad_wo(ctx, ST, &qm, &u->seq, B->doh, 0, L->dy, L->dwo));
-    CPB_TRY(cpb_range_pop(ctx));
-    CPB_TRY(give_back(ctx, B, "dq", &qm, B->dqh, L->wq, u->H, 1, L->dwq, B->dx));
-    CPB_TRY(give_back(ctx, B, "dk", &kvm, B->dkh, L->wk, u->G, 1, L->dwk, B->dx));
-    return give_back(ctx, B, "dv", &kvm, B->dvh, L->wv, u->G, 0, L->dwv, B->dx);
+    CPB_RANGE(ctx, out_grad(ctx, L, B, &qm), "do");
+    CPB_RANGE(ctx, group_attn(ctx, B, b, sl, nk), "attn");
+    CPB_RANGE(ctx, grad_wo(ctx, L, B, &qm, b), "wo");
+    CPB_RANGE(ctx, give_back(ctx, B, &qm, B->dqh, L->wq, u->H, 1, L->dwq, B->dx), "dq");
+    CPB_RANGE(ctx, give_back(ctx, B, &kvm, B->dkh, L->wk, u->G, 1, L->dwk, B->dx), "dk");
+    CPB_RANGE(ctx, give_back(ctx, B, &kvm, B->dvh, L->wv, u->G, 0, L->dwv, B->dx), "dv");
+    return CPB_OK;
 }
 
 static int backward_body(cpb_ctx *ctx, cpb_layer *L, bwd *B)
@@ -161,8 +170,8 @@ static int backward_body(cpb_ctx *ctx, cpb_layer *L, bwd *B)
     const cpb_uly_shape *u = B->u;
     off_state *s = B->s;
     cpb_dtype dt = L->p.dtype;
-    CPB_TRY(cpb_uly_zero_dw(ctx, L));
-    CPB_TRY(cpb_uly_dx_begin(ctx, L, &B->dx));
+    CPB_TRY(cpb_zero_dw(ctx, L));
+    CPB_TRY(cpb_dx_begin(ctx, L, &B->dx));
     int64_t gq = u->S * s->og * u->d, gk = u->S * B->nkmax * u->d;
     for (int i = 0; i < 2; i++) {
         slot *sl = &B->sl[i];
@@ -186,15 +195,12 @@ static int backward_body(cpb_ctx *ctx, cpb_layer *L, bwd *B)
     }
     if (ng) CPB_TRY(cpb_alloc(ctx, &B->wg, ng, dt, CPB_TAG_GATHER, "w_gather"));
     CPB_TRY(fetch(ctx, B, 0));
-    for (int b = 0; b < s->ng; b++) {
-        CPB_TRY(cpb_range_push(ctx, "group%d", b));
-        CPB_TRY(cpb_a2a_range_end(ctx, group(ctx, L, B, b)));
-    }
-    CPB_TRY(cpb_stream_join(ctx, ST, s->copy));
+    for (int b = 0; b < s->ng; b++) CPB_RANGE(ctx, group(ctx, L, B, b), "group%d", b);
+    CPB_TRY(cpb_stream_join(ctx, CPB_STREAM_COMPUTE, s->copy));
     cpb_buf **dev[] = {&B->doh, &B->dqh, &B->dkh, &B->dvh, &B->wg, &B->sl[0].q, &B->sl[0].o,
                        &B->sl[0].k, &B->sl[0].v, &B->sl[0].lse, &B->sl[1].q, &B->sl[1].o, &B->sl[1].k,
                        &B->sl[1].v, &B->sl[1].lse};
-    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) CPB_TRY(cpb_free(ctx, ST, dev[i]));
+    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, dev[i]));
     cpb_buf **host[] = {&s->hx, &s->hq, &s->hk, &s->hv, &s->ho, &s->hlse};
     for (size_t i = 0; i < sizeof host / sizeof host[0]; i++) CPB_TRY(cpb_free(ctx, s->copy, host[i]));
     return CPB_OK;
@@ -215,9 +221,7 @@ int offload_backward(cpb_ctx *ctx, cpb_layer *L, void *state)
     }
     B.ready = calloc((size_t)s->ng, sizeof *B.ready);
     if (!B.ready) return cpb_fail(ctx, CPB_ERR_NOMEM_HOST, "offload: out of host memory for events");
-    int rc = cpb_range_push(ctx, "offload/bwd");
-    if (rc == CPB_OK) rc = backward_body(ctx, L, &B);
-    if (rc == CPB_OK) rc = cpb_range_pop(ctx);
+    int rc = backward_body(ctx, L, &B);
     free(B.ready);
     return rc;
 }

@@ -13,7 +13,6 @@
 #include "common/ring_attn.h"
 #include "cpb_method.h"
 
-#define COMPUTE CPB_STREAM_COMPUTE
 
 typedef struct ring_state {
     cpb_buf *q, *kv; /* after RoPE: q [s][H][d], packed K,V [2][s][G][d] */
@@ -70,7 +69,7 @@ static int forward_body(cpb_ctx *ctx, cpb_layer *L, ring_state *st)
     CPB_TRY(cpb_alloc(ctx, &st->lse, s * p->H, CPB_FP32, CPB_TAG_ATTN, "lse"));
     CPB_TRY(cpb_ring_attn_fwd(ctx, &cfg, q_heads(L, st->q), st->kv, q_heads(L, st->o),
                               cpb_lse_view(st->lse, s, 0, p->H, 0, s)));
-    return cpb_gemm(ctx, COMPUTE, 0, 0, 1.0f, cpb_mat(st->o, 0, s, hqd, hqd), cpb_mat(L->wo, 0, hqd, D, D),
+    return cpb_gemm(ctx, CPB_STREAM_COMPUTE, 0, 0, 1.0f, cpb_mat(st->o, 0, s, hqd, hqd), cpb_mat(L->wo, 0, hqd, D, D),
                     0.0f, cpb_mat(L->y, 0, s, D, D));
 }
 
@@ -85,8 +84,10 @@ static int backward_body(cpb_ctx *ctx, cpb_layer *L, ring_state *st)
     /* dO = dy Wo^T and dWo = o^T dy */
     cpb_buf *d_o = NULL, *dq = NULL, *dkv = NULL;
     CPB_TRY(cpb_alloc(ctx, &d_o, s * hqd, p->dtype, CPB_TAG_GRAD_ACT, "dO"));
-    CPB_TRY(cpb_gemm(ctx, COMPUTE, 0, 1, 1.0f, dy, cpb_mat(L->wo, 0, hqd, D, D), 0.0f, cpb_mat(d_o, 0, s, hqd, hqd)));
-    CPB_TRY(cpb_gemm(ctx, COMPUTE, 1, 0, 1.0f, cpb_mat(st->o, 0, s, hqd, hqd), dy, 0.0f, cpb_mat(L->dwo, 0, hqd, D, D)));
+    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 0, 1, 1.0f, dy, cpb_mat(L->wo, 0, hqd, D, D), 0.0f,
+                     cpb_mat(d_o, 0, s, hqd, hqd)));
+    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 1, 0, 1.0f, cpb_mat(st->o, 0, s, hqd, hqd), dy, 0.0f,
+                     cpb_mat(L->dwo, 0, hqd, D, D)));
 
     /* the ring backward: fp32 dq here, fp32 dK,dV back from their trip around the ring */
     CPB_TRY(cpb_alloc(ctx, &dq, s * hqd, CPB_FP32, CPB_TAG_GRAD_ACT, "dq"));
@@ -94,54 +95,41 @@ static int backward_body(cpb_ctx *ctx, cpb_layer *L, ring_state *st)
     cpb_view no_delta = {0};
     CPB_TRY(cpb_ring_attn_bwd(ctx, &cfg, q_heads(L, st->q), st->kv, q_heads(L, st->o), q_heads(L, d_o),
                               cpb_lse_view(st->lse, s, 0, p->H, 0, s), no_delta, q_heads(L, dq), dkv));
-    CPB_TRY(cpb_free(ctx, COMPUTE, &d_o));
-    CPB_TRY(cpb_free(ctx, COMPUTE, &st->lse));
-    CPB_TRY(cpb_free(ctx, COMPUTE, &st->o));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &d_o));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &st->lse));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &st->o));
 
     /* RoPE backward in fp32, then the gradients in the storage dtype for the GEMMs with
      * the weights; q and K,V are dead, so their buffers take them */
-    CPB_TRY(cpb_rope(ctx, COMPUTE, q_heads(L, dq), &L->tokens, p->rope_base, 1));
-    CPB_TRY(cpb_rope(ctx, COMPUTE, cpb_ring_k(&cfg, dkv), &L->tokens, p->rope_base, 1));
-    CPB_TRY(cpb_copy(ctx, COMPUTE, cpb_whole(st->q), cpb_whole(dq)));
-    CPB_TRY(cpb_copy(ctx, COMPUTE, cpb_whole(st->kv), cpb_whole(dkv)));
-    CPB_TRY(cpb_free(ctx, COMPUTE, &dkv));
-    CPB_TRY(cpb_free(ctx, COMPUTE, &dq));
+    CPB_TRY(cpb_rope(ctx, CPB_STREAM_COMPUTE, q_heads(L, dq), &L->tokens, p->rope_base, 1));
+    CPB_TRY(cpb_rope(ctx, CPB_STREAM_COMPUTE, cpb_ring_k(&cfg, dkv), &L->tokens, p->rope_base, 1));
+    CPB_TRY(cpb_copy(ctx, CPB_STREAM_COMPUTE, cpb_whole(st->q), cpb_whole(dq)));
+    CPB_TRY(cpb_copy(ctx, CPB_STREAM_COMPUTE, cpb_whole(st->kv), cpb_whole(dkv)));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &dkv));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &dq));
     cpb_view dqm = cpb_mat(st->q, 0, s, hqd, hqd);
     cpb_view dkm = cpb_mat(st->kv, 0, s, hkd, hkd), dvm = cpb_mat(st->kv, s * hkd, s, hkd, hkd);
 
     /* dx = dq Wq^T + dk Wk^T + dv Wv^T; dW = x^T d(q, k, v) */
     cpb_view x = cpb_mat(L->x, 0, s, D, D), dx = cpb_mat(L->dx, 0, s, D, D);
-    CPB_TRY(cpb_gemm(ctx, COMPUTE, 0, 1, 1.0f, dqm, cpb_mat(L->wq, 0, D, hqd, hqd), 0.0f, dx));
-    CPB_TRY(cpb_gemm(ctx, COMPUTE, 0, 1, 1.0f, dkm, cpb_mat(L->wk, 0, D, hkd, hkd), 1.0f, dx));
-    CPB_TRY(cpb_gemm(ctx, COMPUTE, 0, 1, 1.0f, dvm, cpb_mat(L->wv, 0, D, hkd, hkd), 1.0f, dx));
-    CPB_TRY(cpb_gemm(ctx, COMPUTE, 1, 0, 1.0f, x, dqm, 0.0f, cpb_mat(L->dwq, 0, D, hqd, hqd)));
-    CPB_TRY(cpb_gemm(ctx, COMPUTE, 1, 0, 1.0f, x, dkm, 0.0f, cpb_mat(L->dwk, 0, D, hkd, hkd)));
-    CPB_TRY(cpb_gemm(ctx, COMPUTE, 1, 0, 1.0f, x, dvm, 0.0f, cpb_mat(L->dwv, 0, D, hkd, hkd)));
-    CPB_TRY(cpb_free(ctx, COMPUTE, &st->kv));
-    return cpb_free(ctx, COMPUTE, &st->q);
+    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 0, 1, 1.0f, dqm, cpb_mat(L->wq, 0, D, hqd, hqd), 0.0f, dx));
+    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 0, 1, 1.0f, dkm, cpb_mat(L->wk, 0, D, hkd, hkd), 1.0f, dx));
+    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 0, 1, 1.0f, dvm, cpb_mat(L->wv, 0, D, hkd, hkd), 1.0f, dx));
+    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 1, 0, 1.0f, x, dqm, 0.0f, cpb_mat(L->dwq, 0, D, hqd, hqd)));
+    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 1, 0, 1.0f, x, dkm, 0.0f, cpb_mat(L->dwk, 0, D, hkd, hkd)));
+    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 1, 0, 1.0f, x, dvm, 0.0f, cpb_mat(L->dwv, 0, D, hkd, hkd)));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &st->kv));
+    return cpb_free(ctx, CPB_STREAM_COMPUTE, &st->q);
 }
 
-static int ring_forward(cpb_ctx *ctx, cpb_layer *L, void **state)
+static int ring_forward(cpb_ctx *ctx, cpb_layer *L, void *state)
 {
-    ring_state *st = calloc(1, sizeof *st);
-    if (!st) return cpb_fail(ctx, CPB_ERR_NOMEM_HOST, "ring: out of host memory for the state");
-    *state = st;
-    CPB_TRY(cpb_range_push(ctx, "ring"));
-    CPB_TRY(cpb_range_push(ctx, "fwd"));
-    int rc = forward_body(ctx, L, st);
-    cpb_range_pop(ctx);
-    cpb_range_pop(ctx);
-    return rc;
+    return forward_body(ctx, L, state);
 }
 
 static int ring_backward(cpb_ctx *ctx, cpb_layer *L, void *state)
 {
-    CPB_TRY(cpb_range_push(ctx, "ring"));
-    CPB_TRY(cpb_range_push(ctx, "bwd"));
-    int rc = backward_body(ctx, L, state);
-    cpb_range_pop(ctx);
-    cpb_range_pop(ctx);
-    return rc;
+    return backward_body(ctx, L, state);
 }
 
 const cpb_method cpb_method_ring = {
@@ -150,6 +138,7 @@ const cpb_method cpb_method_ring = {
     .check = ring_check,
     .token_layout = cpb_layout_zigzag,
     .weight_shard = NULL,
+    .state_size = sizeof(ring_state),
     .forward = ring_forward,
     .backward = ring_backward,
 };

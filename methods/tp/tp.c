@@ -15,7 +15,6 @@
 
 #include "cpb_method.h"
 
-#define COMPUTE CPB_STREAM_COMPUTE
 
 typedef struct tp_state {
     cpb_buf *q, *k, *v; /* [S][hq][d], [S][hk][d] after RoPE */
@@ -77,24 +76,24 @@ static int forward_body(cpb_ctx *ctx, cpb_layer *L, tp_state *st)
 
     /* x over the whole sequence (contiguous layout: rank order is sequence order) */
     CPB_TRY(cpb_alloc(ctx, &xg, z.S * z.D, p->dtype, CPB_TAG_GATHER, "x_gathered"));
-    CPB_TRY(cpb_stream_join(ctx, comm, COMPUTE)); /* x was written on compute */
+    CPB_TRY(cpb_stream_join(ctx, comm, CPB_STREAM_COMPUTE)); /* x was written on compute */
     CPB_TRY(cpb_all_gather(ctx, comm, NULL, cpb_whole(L->x), cpb_whole(xg)));
-    CPB_TRY(cpb_stream_join(ctx, COMPUTE, comm));
+    CPB_TRY(cpb_stream_join(ctx, CPB_STREAM_COMPUTE, comm));
 
     /* the group's q, k, v for all S tokens */
     cpb_view x = cpb_mat(xg, 0, z.S, z.D, z.D);
     CPB_TRY(cpb_alloc(ctx, &st->q, z.S * z.hqd, p->dtype, CPB_TAG_QKV, "q"));
     CPB_TRY(cpb_alloc(ctx, &st->k, z.S * z.hkd, p->dtype, CPB_TAG_QKV, "k"));
     CPB_TRY(cpb_alloc(ctx, &st->v, z.S * z.hkd, p->dtype, CPB_TAG_QKV, "v"));
-    CPB_TRY(cpb_gemm(ctx, COMPUTE, 0, 0, 1.0f, x, cpb_mat(L->wq, 0, z.D, z.hqd, z.hqd), 0.0f,
+    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 0, 0, 1.0f, x, cpb_mat(L->wq, 0, z.D, z.hqd, z.hqd), 0.0f,
                      cpb_mat(st->q, 0, z.S, z.hqd, z.hqd)));
-    CPB_TRY(cpb_gemm(ctx, COMPUTE, 0, 0, 1.0f, x, cpb_mat(L->wk, 0, z.D, z.hkd, z.hkd), 0.0f,
+    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 0, 0, 1.0f, x, cpb_mat(L->wk, 0, z.D, z.hkd, z.hkd), 0.0f,
                      cpb_mat(st->k, 0, z.S, z.hkd, z.hkd)));
-    CPB_TRY(cpb_gemm(ctx, COMPUTE, 0, 0, 1.0f, x, cpb_mat(L->wv, 0, z.D, z.hkd, z.hkd), 0.0f,
+    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 0, 0, 1.0f, x, cpb_mat(L->wv, 0, z.D, z.hkd, z.hkd), 0.0f,
                      cpb_mat(st->v, 0, z.S, z.hkd, z.hkd)));
-    CPB_TRY(cpb_free(ctx, COMPUTE, &xg)); /* Megatron keeps only the shard */
-    CPB_TRY(cpb_rope(ctx, COMPUTE, heads(st->q, z.S, z.hq, z.d), &z.all, p->rope_base, 0));
-    CPB_TRY(cpb_rope(ctx, COMPUTE, heads(st->k, z.S, z.hk, z.d), &z.all, p->rope_base, 0));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &xg)); /* Megatron keeps only the shard */
+    CPB_TRY(cpb_rope(ctx, CPB_STREAM_COMPUTE, heads(st->q, z.S, z.hq, z.d), &z.all, p->rope_base, 0));
+    CPB_TRY(cpb_rope(ctx, CPB_STREAM_COMPUTE, heads(st->k, z.S, z.hk, z.d), &z.all, p->rope_base, 0));
 
     /* local causal attention over the whole sequence */
     CPB_TRY(cpb_alloc(ctx, &st->o, z.S * z.hqd, p->dtype, CPB_TAG_ATTN, "o"));
@@ -106,16 +105,16 @@ static int forward_body(cpb_ctx *ctx, cpb_layer *L, tp_state *st)
     a.o = heads(st->o, z.S, z.hq, z.d);
     a.lse = cpb_lse_view(st->lse, z.S, 0, z.hq, 0, z.S);
     a.causal = 1;
-    CPB_TRY(cpb_attn_fwd(ctx, COMPUTE, &a));
+    CPB_TRY(cpb_attn_fwd(ctx, CPB_STREAM_COMPUTE, &a));
 
     /* y partial over the group's rows of Wo, summed and scattered to sequence shards */
     CPB_TRY(cpb_alloc(ctx, &yp, z.S * z.D, p->dtype, CPB_TAG_GATHER, "y_partial"));
-    CPB_TRY(cpb_gemm(ctx, COMPUTE, 0, 0, 1.0f, cpb_mat(st->o, 0, z.S, z.hqd, z.hqd),
+    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 0, 0, 1.0f, cpb_mat(st->o, 0, z.S, z.hqd, z.hqd),
                      cpb_mat(L->wo, 0, z.hqd, z.D, z.D), 0.0f, cpb_mat(yp, 0, z.S, z.D, z.D)));
-    CPB_TRY(cpb_stream_join(ctx, comm, COMPUTE));
+    CPB_TRY(cpb_stream_join(ctx, comm, CPB_STREAM_COMPUTE));
     CPB_TRY(cpb_reduce_scatter(ctx, comm, NULL, cpb_whole(yp), cpb_whole(L->y)));
-    CPB_TRY(cpb_stream_join(ctx, COMPUTE, comm));
-    return cpb_free(ctx, COMPUTE, &yp);
+    CPB_TRY(cpb_stream_join(ctx, CPB_STREAM_COMPUTE, comm));
+    return cpb_free(ctx, CPB_STREAM_COMPUTE, &yp);
 }
 
 static int backward_body(cpb_ctx *ctx, cpb_layer *L, tp_state *st)
@@ -128,16 +127,16 @@ static int backward_body(cpb_ctx *ctx, cpb_layer *L, tp_state *st)
 
     /* dy over the whole sequence; dO = dy Wo^T, dWo = o^T dy */
     CPB_TRY(cpb_alloc(ctx, &dyg, z.S * z.D, p->dtype, CPB_TAG_GATHER, "dy_gathered"));
-    CPB_TRY(cpb_stream_join(ctx, comm, COMPUTE)); /* dy was written on compute */
+    CPB_TRY(cpb_stream_join(ctx, comm, CPB_STREAM_COMPUTE)); /* dy was written on compute */
     CPB_TRY(cpb_all_gather(ctx, comm, NULL, cpb_whole(L->dy), cpb_whole(dyg)));
-    CPB_TRY(cpb_stream_join(ctx, COMPUTE, comm));
+    CPB_TRY(cpb_stream_join(ctx, CPB_STREAM_COMPUTE, comm));
     cpb_view dy = cpb_mat(dyg, 0, z.S, z.D, z.D);
     CPB_TRY(cpb_alloc(ctx, &d_o, z.S * z.hqd, p->dtype, CPB_TAG_GRAD_ACT, "dO"));
-    CPB_TRY(cpb_gemm(ctx, COMPUTE, 0, 1, 1.0f, dy, cpb_mat(L->wo, 0, z.hqd, z.D, z.D), 0.0f,
+    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 0, 1, 1.0f, dy, cpb_mat(L->wo, 0, z.hqd, z.D, z.D), 0.0f,
                      cpb_mat(d_o, 0, z.S, z.hqd, z.hqd)));
-    CPB_TRY(cpb_gemm(ctx, COMPUTE, 1, 0, 1.0f, cpb_mat(st->o, 0, z.S, z.hqd, z.hqd), dy, 0.0f,
+    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 1, 0, 1.0f, cpb_mat(st->o, 0, z.S, z.hqd, z.hqd), dy, 0.0f,
                      cpb_mat(L->dwo, 0, z.hqd, z.D, z.D)));
-    CPB_TRY(cpb_free(ctx, COMPUTE, &dyg));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &dyg));
 
     /* x is gathered again for dW while the attention backward runs */
     CPB_TRY(cpb_alloc(ctx, &xg, z.S * z.D, p->dtype, CPB_TAG_GATHER, "x_gathered"));
@@ -159,62 +158,49 @@ static int backward_body(cpb_ctx *ctx, cpb_layer *L, tp_state *st)
     a.dk = heads(dk, z.S, z.hk, z.d);
     a.dv = heads(dv, z.S, z.hk, z.d);
     a.causal = 1;
-    CPB_TRY(cpb_attn_bwd(ctx, COMPUTE, &a));
-    CPB_TRY(cpb_free(ctx, COMPUTE, &d_o));
-    CPB_TRY(cpb_free(ctx, COMPUTE, &st->lse));
-    CPB_TRY(cpb_free(ctx, COMPUTE, &st->o));
-    CPB_TRY(cpb_free(ctx, COMPUTE, &st->v));
-    CPB_TRY(cpb_free(ctx, COMPUTE, &st->k));
-    CPB_TRY(cpb_free(ctx, COMPUTE, &st->q));
-    CPB_TRY(cpb_rope(ctx, COMPUTE, a.dq, &z.all, p->rope_base, 1));
-    CPB_TRY(cpb_rope(ctx, COMPUTE, a.dk, &z.all, p->rope_base, 1));
+    CPB_TRY(cpb_attn_bwd(ctx, CPB_STREAM_COMPUTE, &a));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &d_o));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &st->lse));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &st->o));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &st->v));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &st->k));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &st->q));
+    CPB_TRY(cpb_rope(ctx, CPB_STREAM_COMPUTE, a.dq, &z.all, p->rope_base, 1));
+    CPB_TRY(cpb_rope(ctx, CPB_STREAM_COMPUTE, a.dk, &z.all, p->rope_base, 1));
 
     /* dW of the group's shard = x^T d(q, k, v) */
     cpb_view dqm = cpb_mat(dq, 0, z.S, z.hqd, z.hqd);
     cpb_view dkm = cpb_mat(dk, 0, z.S, z.hkd, z.hkd), dvm = cpb_mat(dv, 0, z.S, z.hkd, z.hkd);
-    CPB_TRY(cpb_stream_wait(ctx, COMPUTE, x_ready));
+    CPB_TRY(cpb_stream_wait(ctx, CPB_STREAM_COMPUTE, x_ready));
     cpb_view x = cpb_mat(xg, 0, z.S, z.D, z.D);
-    CPB_TRY(cpb_gemm(ctx, COMPUTE, 1, 0, 1.0f, x, dqm, 0.0f, cpb_mat(L->dwq, 0, z.D, z.hqd, z.hqd)));
-    CPB_TRY(cpb_gemm(ctx, COMPUTE, 1, 0, 1.0f, x, dkm, 0.0f, cpb_mat(L->dwk, 0, z.D, z.hkd, z.hkd)));
-    CPB_TRY(cpb_gemm(ctx, COMPUTE, 1, 0, 1.0f, x, dvm, 0.0f, cpb_mat(L->dwv, 0, z.D, z.hkd, z.hkd)));
-    CPB_TRY(cpb_free(ctx, COMPUTE, &xg));
+    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 1, 0, 1.0f, x, dqm, 0.0f, cpb_mat(L->dwq, 0, z.D, z.hqd, z.hqd)));
+    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 1, 0, 1.0f, x, dkm, 0.0f, cpb_mat(L->dwk, 0, z.D, z.hkd, z.hkd)));
+    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 1, 0, 1.0f, x, dvm, 0.0f, cpb_mat(L->dwv, 0, z.D, z.hkd, z.hkd)));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &xg));
 
     /* dx partial over the group's columns, summed and scattered to sequence shards */
     CPB_TRY(cpb_alloc(ctx, &dxp, z.S * z.D, p->dtype, CPB_TAG_GATHER, "dx_partial"));
     cpb_view dxm = cpb_mat(dxp, 0, z.S, z.D, z.D);
-    CPB_TRY(cpb_gemm(ctx, COMPUTE, 0, 1, 1.0f, dqm, cpb_mat(L->wq, 0, z.D, z.hqd, z.hqd), 0.0f, dxm));
-    CPB_TRY(cpb_gemm(ctx, COMPUTE, 0, 1, 1.0f, dkm, cpb_mat(L->wk, 0, z.D, z.hkd, z.hkd), 1.0f, dxm));
-    CPB_TRY(cpb_gemm(ctx, COMPUTE, 0, 1, 1.0f, dvm, cpb_mat(L->wv, 0, z.D, z.hkd, z.hkd), 1.0f, dxm));
-    CPB_TRY(cpb_free(ctx, COMPUTE, &dv));
-    CPB_TRY(cpb_free(ctx, COMPUTE, &dk));
-    CPB_TRY(cpb_free(ctx, COMPUTE, &dq));
-    CPB_TRY(cpb_stream_join(ctx, comm, COMPUTE));
+    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 0, 1, 1.0f, dqm, cpb_mat(L->wq, 0, z.D, z.hqd, z.hqd), 0.0f, dxm));
+    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 0, 1, 1.0f, dkm, cpb_mat(L->wk, 0, z.D, z.hkd, z.hkd), 1.0f, dxm));
+    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 0, 1, 1.0f, dvm, cpb_mat(L->wv, 0, z.D, z.hkd, z.hkd), 1.0f, dxm));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &dv));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &dk));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &dq));
+    CPB_TRY(cpb_stream_join(ctx, comm, CPB_STREAM_COMPUTE));
     CPB_TRY(cpb_reduce_scatter(ctx, comm, NULL, cpb_whole(dxp), cpb_whole(L->dx)));
-    CPB_TRY(cpb_stream_join(ctx, COMPUTE, comm));
-    return cpb_free(ctx, COMPUTE, &dxp);
+    CPB_TRY(cpb_stream_join(ctx, CPB_STREAM_COMPUTE, comm));
+    return cpb_free(ctx, CPB_STREAM_COMPUTE, &dxp);
 }
 
-static int tp_forward(cpb_ctx *ctx, cpb_layer *L, void **state)
+static int tp_forward(cpb_ctx *ctx, cpb_layer *L, void *state)
 {
-    tp_state *st = calloc(1, sizeof *st);
-    if (!st) return cpb_fail(ctx, CPB_ERR_NOMEM_HOST, "tp: out of host memory for the state");
-    *state = st;
-    CPB_TRY(cpb_range_push(ctx, "tp"));
-    CPB_TRY(cpb_range_push(ctx, "fwd"));
-    int rc = forward_body(ctx, L, st);
-    cpb_range_pop(ctx);
-    cpb_range_pop(ctx);
-    return rc;
+    return forward_body(ctx, L, state);
 }
 
 static int tp_backward(cpb_ctx *ctx, cpb_layer *L, void *state)
 {
-    CPB_TRY(cpb_range_push(ctx, "tp"));
-    CPB_TRY(cpb_range_push(ctx, "bwd"));
-    int rc = backward_body(ctx, L, state);
-    cpb_range_pop(ctx);
-    cpb_range_pop(ctx);
-    return rc;
+    return backward_body(ctx, L, state);
 }
 
 const cpb_method cpb_method_tp = {
@@ -223,6 +209,7 @@ const cpb_method cpb_method_tp = {
     .check = tp_check,
     .token_layout = cpb_layout_contiguous,
     .weight_shard = cpb_shard_head_group,
+    .state_size = sizeof(tp_state),
     .forward = tp_forward,
     .backward = tp_backward,
 };

@@ -47,14 +47,6 @@ int cpb_uly_shape_of(const cpb_layer *L, cpb_uly_shape *u);
 int cpb_uly_forward(cpb_ctx *ctx, cpb_layer *L, const cpb_uly_shape *u, const cpb_uly_hooks *hooks,
                     cpb_uly_saved *sv);
 
-/* zero the dW partials (backward overwrites them; its GEMMs accumulate in fp32) */
-int cpb_uly_zero_dw(cpb_ctx *ctx, cpb_layer *L);
-/* dx accumulates over q, k, v (and the stages / head groups) in the layer's dx itself, in
- * the storage dtype, one GEMM (beta = 1) per projection and stage: what the references do
- * (UPipe's untied_ulysses/fully_fused_attn.py: dx.addmm_ per stage in bf16; Ulysses' q, k, v
- * nn.Linear backwards summed by autograd in bf16).  dx_begin zeroes L->dx and hands it out. */
-int cpb_uly_dx_begin(cpb_ctx *ctx, cpb_layer *L, cpb_buf **dx);
-
 #ifdef __cplusplus
 }
 #endif

@@ -1,5 +1,5 @@
-/* ulysses_common.c — the Ulysses family's constraint check, per-rank shape and the dx / dW
- * accumulators, shared by ulysses, upipe, offload, usp and hupipe. */
+/* ulysses_common.c — the Ulysses family's constraint check and per-rank shape, shared by
+ * ulysses, upipe, offload, usp and hupipe. */
 #include <stdio.h>
 
 #include "ulysses/ulysses.h"
@@ -42,17 +42,4 @@ int cpb_uly_shape_of(const cpb_layer *L, cpb_uly_shape *u)
     CPB_TRY(cpb_a2a_map_kv(&u->kvmap, p->C, p->G));
     u->seq = (cpb_a2a_seq){L->s, p->D, p->d, L->x, &L->tokens, p->rope_base};
     return CPB_OK;
-}
-
-int cpb_uly_zero_dw(cpb_ctx *ctx, cpb_layer *L)
-{
-    cpb_buf *dw[4] = {L->dwq, L->dwk, L->dwv, L->dwo};
-    for (int i = 0; i < 4; i++) CPB_TRY(cpb_fill(ctx, CPB_STREAM_COMPUTE, cpb_whole(dw[i]), 0.0f));
-    return CPB_OK;
-}
-
-int cpb_uly_dx_begin(cpb_ctx *ctx, cpb_layer *L, cpb_buf **dx)
-{
-    *dx = L->dx;
-    return cpb_fill(ctx, CPB_STREAM_COMPUTE, cpb_whole(L->dx), 0.0f);
 }

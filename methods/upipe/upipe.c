@@ -1,6 +1,9 @@
 /* upipe.c — the UPipe method struct (schedule in upipe_plan.c, phases in upipe_fwd.c and
  * upipe_bwd.c). */
+#include "common/knobs.h"
 #include "upipe/upipe.h"
+
+static const cpb_knob upipe_knobs[] = {CPB_KNOB_HEAD_CHUNK("C, the ranks"), {NULL}};
 
 const cpb_method cpb_method_upipe = {
     .name = "upipe",
@@ -8,6 +11,8 @@ const cpb_method cpb_method_upipe = {
     .check = upipe_check,
     .token_layout = cpb_layout_contiguous,
     .weight_shard = NULL,
+    .state_size = sizeof(upipe_state),
     .forward = upipe_forward,
     .backward = upipe_backward,
+    .knobs = upipe_knobs,
 };

@@ -32,7 +32,7 @@ int upipe_kv_changes(const upipe_plan *pl, int t);
 /* elements of the gathered-weight buffer the stages' dx GEMMs need (0: none) */
 int64_t upipe_gather_elems(const upipe_plan *pl);
 
-int upipe_forward(cpb_ctx *ctx, cpb_layer *L, void **state);
+int upipe_forward(cpb_ctx *ctx, cpb_layer *L, void *state);
 int upipe_backward(cpb_ctx *ctx, cpb_layer *L, void *state);
 
 /* what forward saves: o before Wo [s][H*d] (sequence-sharded) and lse [H/C][S], the

@@ -8,9 +8,8 @@
  * gradient GEMM is one GEMM per stage (batched over the stage's heads, whose columns of W
  * are strided), and dx accumulates in the storage dtype with one addmm per stage and
  * projection. */
+#include "common/grad_acc.h"
 #include "upipe/upipe.h"
-
-#define ST CPB_STREAM_COMPUTE
 
 /* The stage buffers, reused by every stage, with no separate send buffers: a buffer that
  * is dead at that point of the stage carries each packed send or receive.
@@ -26,13 +25,13 @@ typedef struct bwd_bufs {
     cpb_buf *dls, *dlh;           /* delta, packed [C][s][m] and received [S][m] (fp32) */
     cpb_buf *kh, *vh, *dkh, *dvh; /* [S][nk][d] */
     cpb_buf *wg;                  /* a stage's weight columns side by side (NULL: not needed) */
-    cpb_buf *dx;                  /* dx accumulator (cpb_uly_dx_begin) */
+    cpb_buf *dx;                  /* dx accumulator (cpb_dx_begin) */
 } bwd_bufs;
 
 static int exchange(cpb_ctx *ctx, const cpb_a2a_map *m, int64_t s, int d, cpb_buf *send, cpb_buf *recv)
 {
-    CPB_TRY(cpb_range_push(ctx, "a2a"));
-    return cpb_a2a_range_end(ctx, cpb_a2a_exchange(ctx, ST, m, s, d, send, recv));
+    CPB_RANGE(ctx, cpb_a2a_exchange(ctx, CPB_STREAM_COMPUTE, m, s, d, send, recv), "a2a");
+    return CPB_OK;
 }
 
 static int recompute(cpb_ctx *ctx, const upipe_plan *pl, const char *what, const cpb_a2a_map *m, cpb_buf *w,
@@ -40,10 +39,9 @@ static int recompute(cpb_ctx *ctx, const upipe_plan *pl, const char *what, const
 {
     cpb_a2a_seq sq = pl->u.seq;
     if (!rope) sq.rope_base = 0;
-    CPB_TRY(cpb_range_push(ctx, "%s", what));
-    CPB_TRY(cpb_a2a_project(ctx, ST, m, &sq, w, w_heads, send));
-    CPB_TRY(exchange(ctx, m, pl->u.s, pl->u.d, send, head));
-    return cpb_range_pop(ctx);
+    CPB_RANGE(ctx, cpb_a2a_project(ctx, CPB_STREAM_COMPUTE, m, &sq, w, w_heads, send), "%s", what);
+    CPB_RANGE(ctx, cpb_a2a_exchange(ctx, CPB_STREAM_COMPUTE, m, pl->u.s, pl->u.d, send, head), "%s/a2a", what);
+    return CPB_OK;
 }
 
 /* a stage gradient back to the sequence side, then dW and dx (`grad`, dead once sent, is
@@ -53,10 +51,43 @@ static int give_back(cpb_ctx *ctx, const upipe_plan *pl, const char *what, const
 {
     cpb_a2a_seq sq = pl->u.seq;
     if (!rope) sq.rope_base = 0;
-    CPB_TRY(cpb_range_push(ctx, "%s", what));
-    CPB_TRY(exchange(ctx, m, pl->u.s, pl->u.d, grad, recv));
-    CPB_TRY(cpb_a2a_grad_project(ctx, ST, m, &sq, recv, grad, wg, w, w_heads, dw, dx));
-    return cpb_range_pop(ctx);
+    CPB_RANGE(ctx, cpb_a2a_exchange(ctx, CPB_STREAM_COMPUTE, m, pl->u.s, pl->u.d, grad, recv), "%s/a2a", what);
+    CPB_RANGE(ctx, cpb_a2a_grad_project(ctx, CPB_STREAM_COMPUTE, m, &sq, recv, grad, wg, w, w_heads, dw, dx), "%s",
+              what);
+    return CPB_OK;
+}
+
+/* dO for the stage's heads and delta = rowsum(dO * o), both sent seq->head; dWo rows */
+static int out_grad(cpb_ctx *ctx, cpb_layer *L, const upipe_plan *pl, const cpb_a2a_map *qm, bwd_bufs *b,
+                    const upipe_state *s)
+{
+    const cpb_uly_shape *u = &pl->u;
+    CPB_TRY(cpb_a2a_out_grad(ctx, CPB_STREAM_COMPUTE, qm, &u->seq, L->dy, L->wo, b->dqh));
+    CPB_TRY(cpb_a2a_delta(ctx, CPB_STREAM_COMPUTE, qm, &u->seq, s->oseq, u->H, b->dqh, b->dls));
+    CPB_TRY(exchange(ctx, qm, u->s, u->d, b->dqh, b->doh));
+    CPB_TRY(exchange(ctx, qm, u->s, 1, b->dls, b->dlh));
+    return cpb_a2a_grad_wo(ctx, CPB_STREAM_COMPUTE, qm, &u->seq, s->oseq, u->H, L->dy, L->dwo);
+}
+
+static int attend_back(cpb_ctx *ctx, const upipe_plan *pl, int t, int first_of_kv, bwd_bufs *b,
+                       const upipe_state *s)
+{
+    const cpb_uly_shape *u = &pl->u;
+    cpb_attn_args a = {0};
+    a.q = cpb_a2a_head_view(b->qh, u->S, pl->m, u->d);
+    a.k = cpb_a2a_head_view(b->kh, u->S, pl->nk, u->d);
+    a.v = cpb_a2a_head_view(b->vh, u->S, pl->nk, u->d);
+    a.lse = cpb_lse_view(s->lse, u->S, (int64_t)t * pl->m, pl->m, 0, u->S);
+    a.causal = 1;
+    a.d_o = cpb_a2a_head_view(b->doh, u->S, pl->m, u->d);
+    a.delta = cpb_a2a_delta_view(b->dlh, u->S, pl->m);
+    a.dq = cpb_a2a_head_view(b->dqh, u->S, pl->m, u->d);
+    a.dk = cpb_a2a_head_view(b->dkh, u->S, pl->nk, u->d);
+    a.dv = cpb_a2a_head_view(b->dvh, u->S, pl->nk, u->d);
+    /* dk, dv add up over the stages of one kv group; dq is the stage's own */
+    a.accumulate = !first_of_kv;
+    if (a.accumulate) CPB_TRY(cpb_fill(ctx, CPB_STREAM_COMPUTE, cpb_whole(b->dqh), 0.0f));
+    return cpb_attn_bwd(ctx, CPB_STREAM_COMPUTE, &a);
 }
 
 static int stage(cpb_ctx *ctx, cpb_layer *L, const upipe_plan *pl, int t, bwd_bufs *b, const upipe_state *s)
@@ -73,32 +104,8 @@ static int stage(cpb_ctx *ctx, cpb_layer *L, const upipe_plan *pl, int t, bwd_bu
         CPB_TRY(recompute(ctx, pl, "v", &kvm, L->wv, u->G, 0, b->dkh, b->vh));
     }
 
-    /* dO for the stage's heads and delta = rowsum(dO * o), both sent seq->head */
-    CPB_TRY(cpb_range_push(ctx, "do"));
-    CPB_TRY(cpb_a2a_out_grad(ctx, ST, &qm, &u->seq, L->dy, L->wo, b->dqh));
-    CPB_TRY(cpb_a2a_delta(ctx, ST, &qm, &u->seq, s->oseq, u->H, b->dqh, b->dls));
-    CPB_TRY(exchange(ctx, &qm, u->s, u->d, b->dqh, b->doh));
-    CPB_TRY(exchange(ctx, &qm, u->s, 1, b->dls, b->dlh));
-    CPB_TRY(cpb_a2a_grad_wo(ctx, ST, &qm, &u->seq, s->oseq, u->H, L->dy, L->dwo));
-    CPB_TRY(cpb_range_pop(ctx));
-
-    CPB_TRY(cpb_range_push(ctx, "attn"));
-    cpb_attn_args a = {0};
-    a.q = cpb_a2a_head_view(b->qh, u->S, pl->m, u->d);
-    a.k = cpb_a2a_head_view(b->kh, u->S, pl->nk, u->d);
-    a.v = cpb_a2a_head_view(b->vh, u->S, pl->nk, u->d);
-    a.lse = cpb_lse_view(s->lse, u->S, (int64_t)t * pl->m, pl->m, 0, u->S);
-    a.causal = 1;
-    a.d_o = cpb_a2a_head_view(b->doh, u->S, pl->m, u->d);
-    a.delta = cpb_a2a_delta_view(b->dlh, u->S, pl->m);
-    a.dq = cpb_a2a_head_view(b->dqh, u->S, pl->m, u->d);
-    a.dk = cpb_a2a_head_view(b->dkh, u->S, pl->nk, u->d);
-    a.dv = cpb_a2a_head_view(b->dvh, u->S, pl->nk, u->d);
-    /* dk, dv add up over the stages of one kv group; dq is the stage's own */
-    a.accumulate = !first_of_kv;
-    if (a.accumulate) CPB_TRY(cpb_fill(ctx, ST, cpb_whole(b->dqh), 0.0f));
-    CPB_TRY(cpb_attn_bwd(ctx, ST, &a));
-    CPB_TRY(cpb_range_pop(ctx));
+    CPB_RANGE(ctx, out_grad(ctx, L, pl, &qm, b, s), "do");
+    CPB_RANGE(ctx, attend_back(ctx, pl, t, first_of_kv, b, s), "attn");
 
     CPB_TRY(give_back(ctx, pl, "dq", &qm, b->dqh, b->doh, b->wg, L->wq, u->H, 1, L->dwq, b->dx));
     if (last_of_kv) {
@@ -115,10 +122,9 @@ int upipe_backward(cpb_ctx *ctx, cpb_layer *L, void *state)
     CPB_TRY(upipe_plan_of(L, &pl));
     const cpb_uly_shape *u = &pl.u;
     cpb_dtype dt = L->p.dtype;
-    CPB_TRY(cpb_range_push(ctx, "upipe/bwd"));
-    CPB_TRY(cpb_uly_zero_dw(ctx, L));
+    CPB_TRY(cpb_zero_dw(ctx, L));
     bwd_bufs b = {0};
-    CPB_TRY(cpb_uly_dx_begin(ctx, L, &b.dx));
+    CPB_TRY(cpb_dx_begin(ctx, L, &b.dx));
     int64_t nq = u->S * pl.m * u->d, nkv = u->S * pl.nk * u->d;
     CPB_TRY(cpb_alloc(ctx, &b.qh, nq, dt, CPB_TAG_A2A, "q_head"));
     CPB_TRY(cpb_alloc(ctx, &b.doh, nq, dt, CPB_TAG_GRAD_ACT, "do_head"));
@@ -131,12 +137,9 @@ int upipe_backward(cpb_ctx *ctx, cpb_layer *L, void *state)
     CPB_TRY(cpb_alloc(ctx, &b.dvh, nkv, dt, CPB_TAG_GRAD_ACT, "dv_head"));
     int64_t ng = upipe_gather_elems(&pl);
     if (ng) CPB_TRY(cpb_alloc(ctx, &b.wg, ng, dt, CPB_TAG_GATHER, "w_gather"));
-    for (int t = 0; t < pl.nstage; t++) {
-        CPB_TRY(cpb_range_push(ctx, "stage%d", t));
-        CPB_TRY(cpb_a2a_range_end(ctx, stage(ctx, L, &pl, t, &b, s)));
-    }
+    for (int t = 0; t < pl.nstage; t++) CPB_RANGE(ctx, stage(ctx, L, &pl, t, &b, s), "stage%d", t);
     cpb_buf **all[] = {&b.qh, &b.doh, &b.dqh, &b.dls, &b.dlh, &b.kh, &b.vh, &b.dkh, &b.dvh,
                        &b.wg, &s->oseq, &s->lse};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) CPB_TRY(cpb_free(ctx, ST, all[i]));
-    return cpb_range_pop(ctx);
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, all[i]));
+    return CPB_OK;
 }

@@ -5,7 +5,8 @@
 
 static int head_chunk(const cpb_problem *p)
 {
-    return p->head_chunk > 0 ? p->head_chunk : p->C;
+    int64_t U = cpb_knob_int(p, "head_chunk");
+    return U > 0 ? (int)U : p->C;
 }
 
 int upipe_check(const cpb_problem *p, char *why, size_t why_len)

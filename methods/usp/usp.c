@@ -1,5 +1,8 @@
 /* usp.c — the USP method struct and its per-rank shape (phases in usp_fwd.c, usp_bwd.c). */
+#include "common/knobs.h"
 #include "usp/usp.h"
+
+static const cpb_knob usp_knobs[] = {CPB_KNOB_ULYSSES_DEGREE, {NULL}};
 
 static int usp_check(const cpb_problem *p, char *why, size_t why_len)
 {
@@ -48,6 +51,8 @@ const cpb_method cpb_method_usp = {
     .check = usp_check,
     .token_layout = cpb_grid_layout,
     .weight_shard = NULL,
+    .state_size = sizeof(usp_state),
     .forward = usp_forward,
     .backward = usp_backward,
+    .knobs = usp_knobs,
 };

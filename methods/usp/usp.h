@@ -37,7 +37,7 @@ int usp_shape_of(cpb_ctx *ctx, const cpb_layer *L, usp_shape *sh);
 /* [2c][n][d] view of a ring-order head tensor */
 cpb_view usp_ring_view(const usp_shape *sh, cpb_buf *b, int64_t off, int n);
 
-int usp_forward(cpb_ctx *ctx, cpb_layer *L, void **state);
+int usp_forward(cpb_ctx *ctx, cpb_layer *L, void *state);
 int usp_backward(cpb_ctx *ctx, cpb_layer *L, void *state);
 
 #endif

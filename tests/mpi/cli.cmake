@@ -35,3 +35,12 @@ cpb_cli_test(expect_refuse_accepted ${CPB_EXPECT} 1 - "accepted a shape it was e
   ${MPIEXEC_EXECUTABLE} -np 2 --oversubscribe --allow-run-as-root --bind-to none
   ${CPBENCH} verify --method ulysses --model tiny --seq 64 --expect-refuse)
 cpb_cli_test(list ${CPB_EXPECT} 0 - "llama3-8b +4096 +32 +8 +128" -- ${CPBENCH} list)
+# The cuda backend's tools (backends/cuda/tools) are built in every configuration: the
+# self-test runs here on the cpu backend against itself (its own code checked: every check
+# runs, every one passes), under mpirun on 2 ranks for the collectives; bench-kernels
+# refuses a backend that models time.
+cpb_cli_test(selftest_cpu ${CPB_EXPECT} 0 - "selftest cpu: [0-9]+ passed, 0 failed" --
+  ${MPIEXEC_EXECUTABLE} -np 2 --oversubscribe --allow-run-as-root --bind-to none ${CPBENCH} selftest --backend cpu)
+cpb_cli_refusal(bench_kernels_sim "the sim backend models time" ${CPBENCH} bench-kernels --backend sim)
+cpb_cli_refusal(unknown_backend "unknown backend 'gpu'.*cpu, sim, cuda"
+  ${CPBENCH} run --backend gpu --method ulysses --model tiny --seq 64)

@@ -1,4 +1,4 @@
-# Harness tests (issue 5): sweeps on the simulator and on the cpu backend, the results file
+# Harness tests: sweeps on the simulator and on the cpu backend, the results file
 # as h5py reads it, resuming, --isolate, and the figure script.  Unit tests of the sweep
 # logic and the HDF5 writer are in tests/unit/test_sweep.c and tests/unit/test_results_h5.c.
 cpb_cmd_test(harness_sweep_sim bash ${CMAKE_CURRENT_SOURCE_DIR}/sweep_test.sh ${CPBENCH}
@@ -23,3 +23,12 @@ add_test(NAME harness_sweep_cpu_rows COMMAND /usr/bin/python3 -c
   "import h5py,sys; r=h5py.File(sys.argv[1])['runs'][:]; k=[(m,s) for m,s in zip(r['method'],r['seq_len'])]; assert len(r)>=2 and len(k)==len(set(k)), k; assert set(r['backend'])=={b'cpu'} and (r['world_size']==2).all() and (r['step_s'][r['status']==b'ok']>0).all(), r[['method','status','reason']]; print(len(r),'cpu rows, none twice')"
   ${CPB_CPU_SWEEP_H5})
 set_tests_properties(harness_sweep_cpu_rows PROPERTIES FIXTURES_REQUIRED harness_cpu_rows)
+# the fingerprint columns of those rows: every method has one, and at each length they
+# agree within the bf16 bar (read with h5py, and by `cpbench fingerprints`)
+add_test(NAME harness_sweep_cpu_fingerprints COMMAND /usr/bin/python3 -c
+  "import h5py,sys; r=h5py.File(sys.argv[1])['runs'][:]; r=r[r['status']==b'ok']; assert len(set(r['method']))>=8, set(r['method'])\nfor S in set(r['seq_len']):\n x=r[r['seq_len']==S]\n for c in ('y_norm','dx_norm','dw_norm'):\n  v=x[c]; assert (v>0).all(), (S,c,v); assert (abs(v-v.mean())<=3e-2*v.mean()).all(), (S,c,list(zip(x['method'],v)))\nprint(len(r),'rows: the methods agree at every length')"
+  ${CPB_CPU_SWEEP_H5})
+cpb_cmd_test(harness_sweep_cpu_fingerprints_cli ${CPB_EXPECT} 0 - "[0-9]+ points? with several methods, 0 where" --
+             ${CPBENCH} fingerprints --results ${CPB_CPU_SWEEP_H5})
+set_tests_properties(harness_sweep_cpu_fingerprints harness_sweep_cpu_fingerprints_cli PROPERTIES
+                     FIXTURES_REQUIRED harness_cpu_rows)

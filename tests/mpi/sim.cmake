@@ -3,7 +3,7 @@
 # sim_vs_cpu: every method's tracked peaks on the cpu backend (real trial under mpirun)
 # equal the simulator's for the same small problem: same schedule, same bytes.
 add_executable(sim_vs_cpu ${CMAKE_CURRENT_SOURCE_DIR}/mpi/sim_vs_cpu.c)
-target_link_libraries(sim_vs_cpu PRIVATE cpb_harness)
+target_link_libraries(sim_vs_cpu PRIVATE cpb_cli)
 cpb_mpi_test(sim_vs_cpu_np2 2 $<TARGET_FILE:sim_vs_cpu> --quick)
 cpb_mpi_test(sim_vs_cpu_np4 4 $<TARGET_FILE:sim_vs_cpu>)
 

@@ -11,9 +11,11 @@
 #include <string.h>
 
 #include "cpb_backend.h"
+#include "registry.h"
 #include "cpb_method.h"
 #include "cpb_presets.h"
-#include "cpb_sim.h"
+#include "ranks.h"
+#include "sim_layer.h"
 #include "trial.h"
 
 typedef struct shape {
@@ -26,15 +28,15 @@ static const shape shapes[] = {{8, 2, 64}, {8, 4, 128}, {8, 8, 64}};
 
 enum { N_STATS = 7 };
 
-static void stats_of(const cpb_trial_result *r, int64_t v[N_STATS])
+static void stats_of(const cpb_row *r, int64_t v[N_STATS])
 {
-    v[0] = r->dev.peak;
-    v[1] = r->dev.intermediate_peak;
-    v[2] = r->fwd.peak;
-    v[3] = r->bwd.peak;
-    v[4] = r->host.peak;
-    v[5] = r->dev.n_allocs;
-    v[6] = r->status;
+    v[0] = r->peak_bytes;
+    v[1] = r->intermediate_bytes;
+    v[2] = r->fwd_peak_bytes;
+    v[3] = r->bwd_peak_bytes;
+    v[4] = r->host_peak_bytes;
+    v[5] = r->n_allocs;
+    v[6] = r->code;
 }
 
 static const char *const stat_names[N_STATS] = {"peak", "intermediate", "fwd peak", "bwd peak", "host peak",
@@ -45,13 +47,19 @@ int main(int argc, char **argv)
     /* `--quick`: the first shape only (keeps the sanitizer pass of the suite short) */
     size_t nshapes = sizeof shapes / sizeof shapes[0];
     if (argc > 1 && strcmp(argv[1], "--quick") == 0) nshapes = 1;
+    /* this test's own main owns MPI, as cpbench's main does */
+    int provided = 0;
+    if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+        fprintf(stderr, "sim_vs_cpu: MPI_Init_thread failed\n");
+        return 1;
+    }
+    cpb_ranks_begin(1);
     cpb_ctx_opts co = {0};
-    co.backend = "cpu";
-    co.use_mpi = 1;
+        co.use_mpi = 1;
     co.race_check = 1;
     cpb_ctx *ctx = NULL;
     char err[1024];
-    if (cpb_ctx_create(&co, &ctx, err, sizeof err) != CPB_OK) {
+    if (cpb_ctx_create(&cpb_backend_cpu, &co, &ctx, err, sizeof err) != CPB_OK) {
         fprintf(stderr, "sim_vs_cpu: %s\n", err);
         return 1;
     }
@@ -70,21 +78,21 @@ int main(int argc, char **argv)
             p.C = C;
             p.S = shapes[si].S_per_rank * C;
             p.dtype = CPB_FP32;
-            p.seq_chunk = p.S / 4; /* fpdt: four chunks */
-            p.fpdt_impl = impl ? CPB_FPDT_PIPELINED : CPB_FPDT_DEEPSPEED;
+            cpb_knobs_set_int(&p.knobs, "seq_chunk", p.S / 4); /* fpdt: four chunks */
+            cpb_knobs_set_str(&p.knobs, "fpdt_impl", impl ? "pipelined" : "deepspeed");
             char why[512];
             if (m->check && m->check(&p, why, sizeof why) != CPB_OK) continue;
             /* cpu: the real trial, largest values over the ranks */
             cpb_layer L;
-            cpb_trial_result tr;
-            memset(&tr, 0, sizeof tr);
+            static cpb_row tr, sr;
+            cpb_row_init(&tr);
             int rc = cpb_trial_setup(ctx, m, &p, NULL, 7, &L);
             if (rc == CPB_OK) {
                 cpb_reset_stats(ctx);
                 rc = cpb_trial_step(ctx, m, &L, &tr);
+            } else {
+                cpb_row_set_status(&tr, rc, cpb_errmsg(ctx));
             }
-            tr.status = rc;
-            if (rc != CPB_OK && !tr.reason[0]) snprintf(tr.reason, sizeof tr.reason, "%s", cpb_errmsg(ctx));
             cpb_free_all(ctx);
             cpb_clear_error(ctx);
             int64_t cpu[N_STATS], cpu_max[N_STATS];
@@ -92,7 +100,6 @@ int main(int argc, char **argv)
             MPI_Allreduce(cpu, cpu_max, N_STATS, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
             if (rank != 0) continue;
             /* sim: the same problem, every rank replayed here */
-            cpb_sim_result sr;
             cpb_sim_opts so = {0};
             if (cpb_sim_layer(&p, m, &so, &sr) != CPB_OK) {
                 printf("FAIL %-8s H %d G %d C %d: simulator refused: %s\n", m->name, p.H, p.G, C, sr.reason);
@@ -100,15 +107,14 @@ int main(int argc, char **argv)
                 continue;
             }
             int64_t sim[N_STATS];
-            stats_of(&sr.mem, sim);
-            sim[6] = sr.status;
+            stats_of(&sr, sim);
             int ok = 1;
             for (int k = 0; k < N_STATS; k++)
                 if (sim[k] != cpu_max[k]) ok = 0;
             compared++;
             printf("%s %-8s%s H %d G %d C %d S %lld: peak cpu %lld sim %lld, intermediate %lld/%lld, host %lld/%lld\n",
                    ok ? "ok  " : "FAIL", m->name,
-                   strcmp(m->name, "fpdt") ? "" : (p.fpdt_impl == CPB_FPDT_PIPELINED ? " pipelined" : " deepspeed"), p.H, p.G, C, (long long)p.S, (long long)cpu_max[0], (long long)sim[0],
+                   strcmp(m->name, "fpdt") ? "" : (impl ? " pipelined" : " deepspeed"), p.H, p.G, C, (long long)p.S, (long long)cpu_max[0], (long long)sim[0],
                    (long long)cpu_max[1], (long long)sim[1], (long long)cpu_max[4], (long long)sim[4]);
             if (!ok) {
                 failures++;
@@ -116,13 +122,15 @@ int main(int argc, char **argv)
                     if (sim[k] != cpu_max[k])
                         printf("     %s differs: cpu %lld, sim %lld\n", stat_names[k], (long long)cpu_max[k],
                                (long long)sim[k]);
-                if (tr.status) printf("     cpu: %s\n", tr.reason);
-                if (sr.status) printf("     sim: %s\n", sr.reason);
+                if (tr.code) printf("     cpu: %s\n", tr.reason);
+                if (sr.code) printf("     sim: %s\n", sr.reason);
             }
         }
     }
     if (rank == 0) printf("sim_vs_cpu: %d comparisons on %d ranks, %d failed\n", compared, C, failures);
     MPI_Bcast(&failures, 1, MPI_INT, 0, MPI_COMM_WORLD);
     cpb_ctx_destroy(ctx);
-    return failures || (rank == 0 && compared == 0) ? 1 : 0;
+    int rc = failures || (rank == 0 && compared == 0) ? 1 : 0;
+    MPI_Finalize();
+    return rc;
 }

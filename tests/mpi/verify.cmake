@@ -11,6 +11,6 @@ endif()
 # --dump: the file holds the documented datasets and attributes, and the results in it agree
 # with the reference recomputed from the inputs in it; an unwritable dump fails cleanly.
 add_executable(verify_dump_check ${CMAKE_CURRENT_SOURCE_DIR}/mpi/verify_dump_check.c)
-target_link_libraries(verify_dump_check PRIVATE cpb_harness)
+target_link_libraries(verify_dump_check PRIVATE cpb_cli)
 cpb_cmd_test(verify_dump sh ${CMAKE_CURRENT_SOURCE_DIR}/mpi/verify_dump.sh ${MPIEXEC_EXECUTABLE} ${CPBENCH}
   $<TARGET_FILE:verify_dump_check> ${CMAKE_CURRENT_BINARY_DIR}/verify_dump)

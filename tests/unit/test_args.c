@@ -81,10 +81,10 @@ Test(args, every_kind_of_option)
     cr_assert_eq(a.gpus_per_node, 4);
     cr_assert_str_eq(a.gpu, "h200");
     cr_assert_str_eq(a.scope, "model");
-    cr_assert_eq(a.head_chunk, 8);
-    cr_assert_eq(a.seq_chunk, 65536);
-    cr_assert_eq(a.offload_group, 2);
-    cr_assert_eq(a.ulysses_degree, 4);
+    cr_assert_eq(cpb_knobs_find(&a.knobs, "head_chunk")->i, 8);
+    cr_assert_eq(cpb_knobs_find(&a.knobs, "seq_chunk")->i, 65536);
+    cr_assert_eq(cpb_knobs_find(&a.knobs, "offload_group")->i, 2);
+    cr_assert_eq(cpb_knobs_find(&a.knobs, "ulysses_degree")->i, 4);
     cr_assert_eq(a.mem_cap, 80LL << 30);
     cr_assert_eq(a.host_mem_cap, 512LL << 30);
     cr_assert_eq(a.warmup, 0);
@@ -115,17 +115,29 @@ Test(args, framework_fpdt_impl_and_host_ram)
     char err[1024];
     cr_assert_eq(PARSE(&a, err, "--framework", "deepspeed", "--fpdt-impl", "pipelined", "--host-ram", "2T"), CPB_OK,
                  "%s", err);
-    cr_expect_str_eq(a.framework, "deepspeed");
-    cr_expect_str_eq(a.fpdt_impl, "pipelined");
-    cr_expect_eq(a.host_ram, 2LL << 40);
+    cr_expect_str_eq(cpb_knobs_find(&a.knobs, "framework")->s, "deepspeed");
+    cr_expect_str_eq(cpb_knobs_find(&a.knobs, "fpdt_impl")->s, "pipelined");
+    cr_expect_eq(cpb_knobs_find(&a.knobs, "host_ram_bytes")->i, 2LL << 40);
+    const cpb_method *fpdt = cpb_method_find("fpdt"), *ring = cpb_method_find("ring");
+    cr_assert(fpdt && ring);
     cpb_problem p;
     snprintf(a.model, sizeof a.model, "tiny");
     a.seq = 64;
-    cr_assert_eq(cpb_args_problem(&a, 2, &p, err, sizeof err), CPB_OK, "%s", err);
-    cr_expect_eq(p.fpdt_impl, CPB_FPDT_PIPELINED);
-    a.fpdt_impl[0] = 0;
-    cr_assert_eq(cpb_args_problem(&a, 2, &p, err, sizeof err), CPB_OK, "%s", err);
-    cr_expect_eq(p.fpdt_impl, CPB_FPDT_DEEPSPEED, "deepspeed is fpdt's default");
+    cr_assert_eq(cpb_args_problem(&a, fpdt, 2, &p, err, sizeof err), CPB_OK, "%s", err);
+    cr_expect_str_eq(cpb_knob_str(&p, "fpdt_impl"), "pipelined");
+    cr_expect_str_eq(cpb_knob_str(&p, "framework"), "deepspeed");
+    cr_expect_eq(cpb_knob_int(&p, "host_ram_bytes"), 2LL << 40);
+    /* the simulator's knobs come with every method, fpdt's only with fpdt */
+    cr_assert_eq(cpb_args_problem(&a, ring, 2, &p, err, sizeof err), CPB_OK, "%s", err);
+    cr_expect_str_eq(cpb_knob_str(&p, "fpdt_impl"), "");
+    cr_expect_eq(cpb_knob_int(&p, "host_ram_bytes"), 2LL << 40);
+    cpb_args_defaults(&a);
+    snprintf(a.model, sizeof a.model, "tiny");
+    a.seq = 64;
+    cr_assert_eq(cpb_args_problem(&a, fpdt, 2, &p, err, sizeof err), CPB_OK, "%s", err);
+    cr_expect_str_eq(cpb_knob_str(&p, "fpdt_impl"), "deepspeed", "deepspeed is fpdt's default");
+    cr_expect_str_eq(cpb_knob_str(&p, "framework"), "torchtitan", "torchtitan is the model scope's default");
+    cr_expect_eq(cpb_knob_int(&p, "host_ram_bytes"), 0, "0: the GPU profile's");
 }
 
 Test(args, equals_form_and_cases_stop_at_next_option)
@@ -162,7 +174,7 @@ Test(args, errors_name_the_option)
     expect_error(PARSE(&a, err, "--model", "gpt5"), err, "gpt5", "llama3-8b");
     expect_error(PARSE(&a, err, "--method", "no-such-method"), err, "no-such-method", "all");
     expect_error(PARSE(&a, err, "--method", "all,"), err, "--method", NULL);
-    expect_error(PARSE(&a, err, "--backend", "tpu"), err, "--backend", "cpu|sim|cuda");
+    expect_error(PARSE(&a, err, "--backend", "tpu"), err, "--backend", "cpu, sim, cuda");
     expect_error(PARSE(&a, err, "--scope", "world"), err, "--scope", "layer|model");
     expect_error(PARSE(&a, err, "--factor", "-2"), err, "--factor", "positive");
     expect_error(PARSE(&a, err, "--seq-list", "1K,,2K"), err, "--seq-list", NULL);
@@ -172,7 +184,8 @@ Test(args, errors_name_the_option)
     expect_error(PARSE(&a, err, "--host-mem-cap", "1P"), err, "--host-mem-cap", "2G");
     expect_error(PARSE(&a, err, "--framework", "megatron"), err, "--framework", "torchtitan|deepspeed");
     expect_error(PARSE(&a, err, "--fpdt-impl", "fast"), err, "--fpdt-impl", "deepspeed|pipelined");
-    expect_error(PARSE(&a, err, "--host-ram", "0"), err, "--host-ram", NULL);
+    expect_error(PARSE(&a, err, "--host-ram", "-1"), err, "--host-ram", "2T");
+    expect_error(PARSE(&a, err, "--host-ram", "1P"), err, "--host-ram", "bytes");
 }
 
 Test(args, methods_all_and_lists)
@@ -201,24 +214,28 @@ Test(args, methods_all_and_lists)
     cr_assert_str_eq(m[1]->name, first);
 }
 
-static int problem(cpb_problem *p, char *err, int C, int argc, char **argv)
+static int problem(cpb_problem *p, char *err, const char *method, int C, int argc, char **argv)
 {
     cpb_args a;
     cpb_args_defaults(&a);
     cr_assert_eq(cpb_args_parse(argc, argv, &a, err, 1024), CPB_OK, "%s", err);
-    return cpb_args_problem(&a, C, p, err, 1024);
+    const cpb_method *m = method ? cpb_method_find(method) : NULL;
+    cr_assert(!method || m, "method %s", method);
+    return cpb_args_problem(&a, m, C, p, err, 1024);
 }
-#define PROBLEM(p, err, C, ...)                                                                   \
+/* the problem of method M (a name, or NULL for none) on C ranks */
+#define PROBLEM(p, err, M, C, ...)                                                                \
     ({                                                                                           \
         char *argv_[] = {__VA_ARGS__};                                                           \
-        problem(p, err, C, (int)(sizeof argv_ / sizeof argv_[0]), argv_);                        \
+        problem(p, err, M, C, (int)(sizeof argv_ / sizeof argv_[0]), argv_);                     \
     })
 
 Test(args, problem_from_preset_and_overrides)
 {
     cpb_problem p;
     char err[1024];
-    cr_assert_eq(PROBLEM(&p, err, 8, "--model", "llama3-8b", "--seq", "1M", "--head-chunk", "8", "--seq-chunk", "64K"),
+    cr_assert_eq(PROBLEM(&p, err, "upipe", 8, "--model", "llama3-8b", "--seq", "1M", "--head-chunk", "8", "--seq-chunk",
+                         "64K"),
                  CPB_OK, "%s", err);
     cr_assert_eq(p.D, 4096);
     cr_assert_eq(p.H, 32);
@@ -228,10 +245,20 @@ Test(args, problem_from_preset_and_overrides)
     cr_assert_eq(p.S, 1 << 20);
     cr_assert_eq(p.C, 8);
     cr_assert_eq(p.dtype, CPB_BF16);
-    cr_assert_eq(p.head_chunk, 8);
-    cr_assert_eq(p.seq_chunk, 65536);
     cr_assert_str_eq(p.model, "llama3-8b");
-    cr_assert_eq(PROBLEM(&p, err, 3, "--model", "tiny", "--hidden", "48", "--heads", "6", "--kv-heads", "3",
+    /* each method takes its own knobs, the others' are not in its problem */
+    cr_assert_eq(cpb_knob_int(&p, "head_chunk"), 8);
+    cr_assert_null(cpb_knobs_find(&p.knobs, "seq_chunk"), "upipe has no seq_chunk");
+    cr_assert_eq(PROBLEM(&p, err, "fpdt", 8, "--model", "llama3-8b", "--seq", "1M", "--head-chunk", "8", "--seq-chunk",
+                         "64K"),
+                 CPB_OK, "%s", err);
+    cr_assert_eq(cpb_knob_int(&p, "seq_chunk"), 65536);
+    cr_assert_null(cpb_knobs_find(&p.knobs, "head_chunk"), "fpdt has no head_chunk");
+    /* a knob not given takes its default ("0": the method decides) */
+    cr_assert_eq(PROBLEM(&p, err, "usp", 8, "--model", "llama3-8b", "--seq", "1M"), CPB_OK, "%s", err);
+    cr_assert_not_null(cpb_knobs_find(&p.knobs, "ulysses_degree"));
+    cr_assert_eq(cpb_knob_int(&p, "ulysses_degree"), 0);
+    cr_assert_eq(PROBLEM(&p, err, NULL, 3, "--model", "tiny", "--hidden", "48", "--heads", "6", "--kv-heads", "3",
                          "--head-dim", "10", "--rope-base", "1e6", "--seq", "96", "--dtype", "fp32"),
                  CPB_OK, "%s", err);
     cr_assert_eq(p.D, 48);
@@ -247,15 +274,25 @@ Test(args, problem_validation_messages)
 {
     cpb_problem p;
     char err[1024];
-    expect_error(PROBLEM(&p, err, 4, "--model", "tiny", "--seq", "250"), err, "--seq 250", "multiple of 4");
-    expect_error(PROBLEM(&p, err, 4, "--model", "tiny", "--seq", "256", "--heads", "6", "--kv-heads", "4"), err,
+    expect_error(PROBLEM(&p, err, NULL, 4, "--model", "tiny", "--seq", "250"), err, "--seq 250", "multiple of 4");
+    expect_error(PROBLEM(&p, err, NULL, 4, "--model", "tiny", "--seq", "256", "--heads", "6", "--kv-heads", "4"), err,
                  "--heads 6", "--kv-heads 4");
-    expect_error(PROBLEM(&p, err, 2, "--model", "tiny", "--seq", "256", "--head-dim", "7"), err, "--head-dim 7", "even");
-    expect_error(PROBLEM(&p, err, 2, "--model", "tiny"), err, "--seq", "required");
-    expect_error(PROBLEM(&p, err, 2, "--seq", "256"), err, "--model", "tiny");
-    expect_error(PROBLEM(&p, err, 2, "--model", "tiny", "--seq", "256", "--rope-base", "0.5"), err, "--rope-base", "greater than 1");
-    expect_error(PROBLEM(&p, err, 4, "--model", "tiny", "--seq", "256", "--seq-chunk", "96"), err, "--seq-chunk", NULL);
-    expect_error(PROBLEM(&p, err, 4, "--model", "tiny", "--seq", "256", "--head-chunk", "3"), err, "--head-chunk 3", NULL);
-    expect_error(PROBLEM(&p, err, 6, "--model", "tiny", "--seq", "240", "--ulysses-degree", "4"), err,
+    expect_error(PROBLEM(&p, err, NULL, 2, "--model", "tiny", "--seq", "256", "--head-dim", "7"), err, "--head-dim 7",
+                 "even");
+    expect_error(PROBLEM(&p, err, NULL, 2, "--model", "tiny"), err, "--seq", "required");
+    expect_error(PROBLEM(&p, err, NULL, 2, "--seq", "256"), err, "--model", "tiny");
+    expect_error(PROBLEM(&p, err, NULL, 2, "--model", "tiny", "--seq", "256", "--rope-base", "0.5"), err, "--rope-base",
+                 "greater than 1");
+    /* the knobs' checks, from the methods' tables */
+    expect_error(PROBLEM(&p, err, "fpdt", 4, "--model", "tiny", "--seq", "256", "--seq-chunk", "96"), err,
+                 "--seq-chunk", NULL);
+    expect_error(PROBLEM(&p, err, "upipe", 4, "--model", "tiny", "--seq", "256", "--head-chunk", "3"), err,
+                 "--head-chunk 3", NULL);
+    expect_error(PROBLEM(&p, err, "usp", 6, "--model", "tiny", "--seq", "240", "--ulysses-degree", "4"), err,
                  "--ulysses-degree 4", NULL);
+    expect_error(PROBLEM(&p, err, "offload", 2, "--model", "tiny", "--seq", "256", "--offload-group", "99"), err,
+                 "--offload-group 99", NULL);
+    /* another method ignores them */
+    cr_expect_eq(PROBLEM(&p, err, "ulysses", 4, "--model", "tiny", "--seq", "256", "--head-chunk", "3"), CPB_OK, "%s",
+                 err);
 }

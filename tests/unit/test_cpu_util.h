@@ -10,19 +10,19 @@
 #include <stdlib.h>
 
 #include "cpb_backend.h"
+#include "registry.h"
 #include "cpb_bf16.h"
 
 static inline cpb_ctx *t_ctx_cap(int64_t capacity, int64_t host_capacity)
 {
     cpb_ctx_opts o = {0};
-    o.backend = "cpu";
-    o.use_mpi = 0;
+        o.use_mpi = 0;
     o.race_check = 1;
     o.capacity = capacity;
     o.host_capacity = host_capacity;
     char err[512] = "";
     cpb_ctx *ctx = NULL;
-    int rc = cpb_ctx_create(&o, &ctx, err, sizeof err);
+    int rc = cpb_ctx_create(&cpb_backend_cpu, &o, &ctx, err, sizeof err);
     cr_assert_eq(rc, CPB_OK, "creating a cpu context: %s", err);
     return ctx;
 }

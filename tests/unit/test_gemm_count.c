@@ -11,6 +11,7 @@
 
 #include "test_problem.h"
 #include "cpb_method.h"
+#include "registry.h"
 #include "sim/sim_world.h"
 #include "trial.h"
 
@@ -26,16 +27,15 @@ static counts gemms(const char *method, const cpb_problem *p)
     cr_assert_eq(cpb_sim_world_create(p->C, &w), CPB_OK);
     for (int r = 0; r < p->C; r++) {
         cpb_ctx_opts co = {0};
-        co.backend = "sim";
         co.sim_rank = r;
         co.sim_world = p->C;
         co.race_check = 1;
         co.backend_shared = w;
         cpb_ctx *ctx = NULL;
         char err[512];
-        cr_assert_eq(cpb_ctx_create(&co, &ctx, err, sizeof err), CPB_OK, "%s", err);
+        cr_assert_eq(cpb_ctx_create(&cpb_backend_sim, &co, &ctx, err, sizeof err), CPB_OK, "%s", err);
         cpb_layer L;
-        cpb_trial_result tr;
+        static cpb_row tr;
         cr_assert_eq(cpb_trial_setup(ctx, m, p, NULL, 1, &L), CPB_OK, "%s", cpb_errmsg(ctx));
         cr_assert_eq(cpb_trial_step(ctx, m, &L, &tr), CPB_OK, "%s", tr.reason);
         cpb_ctx_destroy(ctx);
@@ -56,9 +56,9 @@ static void check_upipe(const cpb_problem *p, int nstage, int nkv)
 {
     counts c = gemms("upipe", p);
     cr_expect_eq(c.fwd, nstage + 2 * nkv + 1, "H %d G %d C %d U %d: %d forward GEMMs, want %d", p->H, p->G, p->C,
-                 p->head_chunk, c.fwd, nstage + 2 * nkv + 1);
+                 (int)cpb_knob_int(p, "head_chunk"), c.fwd, nstage + 2 * nkv + 1);
     cr_expect_eq(c.bwd, 5 * nstage + 6 * nkv, "H %d G %d C %d U %d: %d backward GEMMs, want %d", p->H, p->G, p->C,
-                 p->head_chunk, c.bwd, 5 * nstage + 6 * nkv);
+                 (int)cpb_knob_int(p, "head_chunk"), c.bwd, 5 * nstage + 6 * nkv);
 }
 
 Test(gemm_count, upipe_one_gemm_per_stage_and_projection)
@@ -71,14 +71,14 @@ Test(gemm_count, upipe_one_gemm_per_stage_and_projection)
     check_upipe(&b, 8, 1);
     /* a stage per kv head (m = g = 2), G = 3 kv heads on 3 ranks, odd sizes */
     cpb_problem c = cpb_test_problem(3 * 50, 3, 40, 6, 3, 8, CPB_FP32);
-    c.head_chunk = 6;
+    cpb_knobs_set_int(&c.knobs, "head_chunk", 6);
     check_upipe(&c, 1, 1);
     /* G < C (replicated kv heads): 2 stages, kv exchanged once */
     cpb_problem d = cpb_test_problem(4 * 40, 4, 32, 8, 2, 8, CPB_BF16);
     check_upipe(&d, 2, 1);
     /* U = 2C: m = 2 heads per rank per stage, g = 4: 2 stages on one kv group */
     cpb_problem e = cpb_test_problem(2 * 48, 2, 32, 8, 2, 8, CPB_BF16);
-    e.head_chunk = 4;
+    cpb_knobs_set_int(&e.knobs, "head_chunk", 4);
     check_upipe(&e, 2, 1);
 }
 

@@ -18,13 +18,13 @@
 
 #include "test_problem.h"
 #include "cpb_method.h"
-#include "cpb_sim.h"
+#include "sim_layer.h"
 
 static cpb_problem problem(int64_t S, int64_t chunk, int C, int H, int G, int d, int64_t D, cpb_dtype dt)
 {
     cpb_problem p = cpb_test_problem(S, C, D, H, G, d, dt);
-    p.seq_chunk = chunk;
-    p.fpdt_impl = CPB_FPDT_PIPELINED; /* the formulas below are the pipelined schedule's */
+    cpb_knobs_set_int(&p.knobs, "seq_chunk", chunk);
+    cpb_knobs_set_str(&p.knobs, "fpdt_impl", "pipelined"); /* the formulas below are the pipelined schedule's */
     return p;
 }
 
@@ -36,7 +36,7 @@ typedef struct geo {
 static geo geometry(const cpb_problem *p)
 {
     geo g;
-    int64_t chunk = p->seq_chunk;
+    int64_t chunk = cpb_knob_int(p, "seq_chunk");
     g.u = p->S / chunk;
     g.c = chunk / p->C;
     g.hq = p->H / p->C;
@@ -71,8 +71,8 @@ static int64_t attn_bwd_workspace(const cpb_problem *p)
     geo g = geometry(p);
     cpb_buf delta = {0};
     cpb_attn_args a = {0};
-    a.q = cpb_heads(NULL, 0, p->seq_chunk, g.hq, p->d, g.hq * p->d, p->d);
-    a.delta = cpb_heads(&delta, 0, p->seq_chunk, g.hq, 1, 1, p->seq_chunk);
+    a.q = cpb_heads(NULL, 0, cpb_knob_int(p, "seq_chunk"), g.hq, p->d, g.hq * p->d, p->d);
+    a.delta = cpb_heads(&delta, 0, cpb_knob_int(p, "seq_chunk"), g.hq, 1, 1, cpb_knob_int(p, "seq_chunk"));
     int64_t ws = cpb_attn_bwd_workspace_elems(&a);
     cr_assert_eq(ws, g.nq, "the attention backward workspace is no longer one fp32 dq: update the formulas");
     return ws;
@@ -124,14 +124,14 @@ static double expected_pcie(const cpb_problem *p)
     return fwd + prep + loop;
 }
 
-static cpb_sim_result sim(const cpb_problem *p, const char *method)
+static cpb_row sim(const cpb_problem *p, const char *method)
 {
     const cpb_method *m = cpb_method_find(method);
     cr_assert_not_null(m, "method %s is not registered", method);
-    cpb_sim_result r;
+    cpb_row r;
     int rc = cpb_sim_layer(p, m, NULL, &r);
     cr_assert_eq(rc, CPB_OK, "cpb_sim_layer: %s", r.reason);
-    cr_assert_eq(r.status, CPB_OK, "%s S=%lld: %s", method, (long long)p->S, r.reason);
+    cr_assert_eq(r.code, CPB_OK, "%s S=%lld: %s", method, (long long)p->S, r.reason);
     return r;
 }
 
@@ -144,15 +144,15 @@ static int device_bytes_ok(int64_t measured, int64_t formula)
 
 static void check_exact(const cpb_problem *p)
 {
-    cpb_sim_result r = sim(p, "fpdt");
-    cr_expect(device_bytes_ok(r.mem.dev.intermediate_peak, expected_intermediate(p)),
+    cpb_row r = sim(p, "fpdt");
+    cr_expect(device_bytes_ok(r.intermediate_bytes, expected_intermediate(p)),
               "S=%lld C=%d G=%d: intermediate %lld bytes, formula %lld", (long long)p->S, p->C, p->G,
-              (long long)r.mem.dev.intermediate_peak, (long long)expected_intermediate(p));
-    cr_expect(device_bytes_ok(r.mem.fwd.intermediate_peak, fwd_intermediate(p)),
-              "forward intermediate %lld, formula %lld", (long long)r.mem.fwd.intermediate_peak,
+              (long long)r.intermediate_bytes, (long long)expected_intermediate(p));
+    cr_expect(device_bytes_ok(r.fwd.intermediate_peak, fwd_intermediate(p)),
+              "forward intermediate %lld, formula %lld", (long long)r.fwd.intermediate_peak,
               (long long)fwd_intermediate(p));
-    cr_expect_eq(r.mem.host.peak, expected_host(p), "S=%lld C=%d G=%d: host peak %lld bytes, formula %lld",
-                 (long long)p->S, p->C, p->G, (long long)r.mem.host.peak, (long long)expected_host(p));
+    cr_expect_eq(r.host_peak_bytes, expected_host(p), "S=%lld C=%d G=%d: host peak %lld bytes, formula %lld",
+                 (long long)p->S, p->C, p->G, (long long)r.host_peak_bytes, (long long)expected_host(p));
 }
 
 Test(memory_fpdt, bytes_match_the_formulas)
@@ -174,24 +174,24 @@ Test(memory_fpdt, device_flat_host_linear_when_S_doubles)
     const int64_t chunk = 2048;
     cpb_problem a = problem(8 * chunk, chunk, 8, 32, 8, 128, 4096, CPB_BF16);
     cpb_problem b = problem(16 * chunk, chunk, 8, 32, 8, 128, 4096, CPB_BF16);
-    cpb_sim_result ra = sim(&a, "fpdt"), rb = sim(&b, "fpdt");
-    double dev_ratio = (double)rb.mem.dev.intermediate_peak / (double)ra.mem.dev.intermediate_peak;
-    double host_ratio = (double)rb.mem.host.peak / (double)ra.mem.host.peak;
+    cpb_row ra = sim(&a, "fpdt"), rb = sim(&b, "fpdt");
+    double dev_ratio = (double)rb.intermediate_bytes / (double)ra.intermediate_bytes;
+    double host_ratio = (double)rb.host_peak_bytes / (double)ra.host_peak_bytes;
     cr_expect_leq(dev_ratio, 1.01, "device intermediate grows %.3fx when S doubles (%lld -> %lld bytes)", dev_ratio,
-                  (long long)ra.mem.dev.intermediate_peak, (long long)rb.mem.dev.intermediate_peak);
-    cr_expect(device_bytes_ok(rb.mem.dev.intermediate_peak, expected_intermediate(&b)));
+                  (long long)ra.intermediate_bytes, (long long)rb.intermediate_bytes);
+    cr_expect(device_bytes_ok(rb.intermediate_bytes, expected_intermediate(&b)));
     /* host grows like S: u (u - 1 for the dq accumulators) chunks of everything */
     double want = (double)expected_host(&b) / (double)expected_host(&a);
     cr_expect(host_ratio > 1.95 && host_ratio < 2.1, "host peak grows %.3fx when S doubles, want about 2", host_ratio);
     cr_expect(host_ratio > want - 1e-9 && host_ratio < want + 1e-9, "host ratio %.6f, formula %.6f", host_ratio, want);
-    cr_expect_eq(rb.mem.host.peak, expected_host(&b));
+    cr_expect_eq(rb.host_peak_bytes, expected_host(&b));
 }
 
 Test(memory_fpdt, host_device_traffic_is_quadratic_in_chunks)
 {
     cpb_problem a = problem(4 * 1024, 1024, 4, 8, 4, 32, 256, CPB_BF16);
     cpb_problem b = problem(8 * 1024, 1024, 4, 8, 4, 32, 256, CPB_BF16);
-    cpb_sim_result ra = sim(&a, "fpdt"), rb = sim(&b, "fpdt");
+    cpb_row ra = sim(&a, "fpdt"), rb = sim(&b, "fpdt");
     cr_expect(ra.pcie_bytes > 0.999 * expected_pcie(&a) && ra.pcie_bytes < 1.001 * expected_pcie(&a),
               "u=4: %.0f PCIe bytes, formula %.0f", ra.pcie_bytes, expected_pcie(&a));
     cr_expect(rb.pcie_bytes > 0.999 * expected_pcie(&b) && rb.pcie_bytes < 1.001 * expected_pcie(&b),
@@ -206,11 +206,11 @@ Test(memory_fpdt, below_ulysses_at_long_sequences)
     if (!uly) cr_skip_test("ulysses is not registered");
     const int64_t chunk = 2048;
     cpb_problem p = problem(16 * chunk, chunk, 8, 32, 8, 128, 4096, CPB_BF16);
-    cpb_sim_result f = sim(&p, "fpdt"), u = sim(&p, "ulysses");
+    cpb_row f = sim(&p, "fpdt"), u = sim(&p, "ulysses");
     /* ulysses holds all S tokens' q, k, v, o on the device; fpdt two chunks' worth */
-    cr_expect_lt(f.mem.dev.intermediate_peak, u.mem.dev.intermediate_peak / 2,
-                 "fpdt %lld intermediate bytes, ulysses %lld", (long long)f.mem.dev.intermediate_peak,
-                 (long long)u.mem.dev.intermediate_peak);
+    cr_expect_lt(f.intermediate_bytes, u.intermediate_bytes / 2,
+                 "fpdt %lld intermediate bytes, ulysses %lld", (long long)f.intermediate_bytes,
+                 (long long)u.intermediate_bytes);
 }
 
 /* ---------------------------------------------------------------- DeepSpeed's schedule */
@@ -218,7 +218,7 @@ Test(memory_fpdt, below_ulysses_at_long_sequences)
 static cpb_problem ds_problem(int64_t S, int64_t chunk, int C, int H, int G, int d, int64_t D, cpb_dtype dt)
 {
     cpb_problem p = problem(S, chunk, C, H, G, d, D, dt);
-    p.fpdt_impl = CPB_FPDT_DEEPSPEED;
+    cpb_knobs_set_str(&p.knobs, "fpdt_impl", "deepspeed");
     return p;
 }
 
@@ -265,12 +265,12 @@ Test(memory_fpdt, deepspeed_bytes_match_the_formulas)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const cpb_problem *p = &cases[i];
-        cpb_sim_result r = sim(p, "fpdt");
-        cr_expect(device_bytes_ok(r.mem.dev.intermediate_peak, ds_intermediate(p)),
+        cpb_row r = sim(p, "fpdt");
+        cr_expect(device_bytes_ok(r.intermediate_bytes, ds_intermediate(p)),
                   "deepspeed S=%lld C=%d G=%d %s: intermediate %lld bytes, formula %lld", (long long)p->S, p->C, p->G,
-                  cpb_dtype_name(p->dtype), (long long)r.mem.dev.intermediate_peak, (long long)ds_intermediate(p));
-        cr_expect_eq(r.mem.host.peak, ds_host(p), "deepspeed S=%lld C=%d G=%d: host peak %lld bytes, formula %lld",
-                     (long long)p->S, p->C, p->G, (long long)r.mem.host.peak, (long long)ds_host(p));
+                  cpb_dtype_name(p->dtype), (long long)r.intermediate_bytes, (long long)ds_intermediate(p));
+        cr_expect_eq(r.host_peak_bytes, ds_host(p), "deepspeed S=%lld C=%d G=%d: host peak %lld bytes, formula %lld",
+                     (long long)p->S, p->C, p->G, (long long)r.host_peak_bytes, (long long)ds_host(p));
     }
 }
 
@@ -282,14 +282,15 @@ Test(memory_fpdt, deepspeed_device_grows_with_S_pipelined_does_not)
     const int64_t chunk = 2048;
     cpb_problem a = ds_problem(8 * chunk, chunk, 8, 32, 8, 128, 4096, CPB_BF16);
     cpb_problem b = ds_problem(16 * chunk, chunk, 8, 32, 8, 128, 4096, CPB_BF16);
-    cpb_sim_result ra = sim(&a, "fpdt"), rb = sim(&b, "fpdt");
-    cr_expect(device_bytes_ok(ra.mem.dev.intermediate_peak, ds_intermediate(&a)));
-    cr_expect(device_bytes_ok(rb.mem.dev.intermediate_peak, ds_intermediate(&b)));
-    int64_t grown = rb.mem.dev.intermediate_peak - ra.mem.dev.intermediate_peak;
+    cpb_row ra = sim(&a, "fpdt"), rb = sim(&b, "fpdt");
+    cr_expect(device_bytes_ok(ra.intermediate_bytes, ds_intermediate(&a)));
+    cr_expect(device_bytes_ok(rb.intermediate_bytes, ds_intermediate(&b)));
+    int64_t grown = rb.intermediate_bytes - ra.intermediate_bytes;
     int64_t ds = a.S / a.C; /* s grows by this many tokens */
     cr_expect_eq(grown, 2 * ds * (a.H * a.d + a.D), "deepspeed grows %lld bytes", (long long)grown);
-    a.fpdt_impl = b.fpdt_impl = CPB_FPDT_PIPELINED;
-    cpb_sim_result pa = sim(&a, "fpdt"), pb = sim(&b, "fpdt");
-    cr_expect_eq(pa.mem.dev.intermediate_peak, pb.mem.dev.intermediate_peak);
-    cr_expect_gt(ra.mem.dev.intermediate_peak, pa.mem.dev.intermediate_peak);
+    cpb_knobs_set_str(&a.knobs, "fpdt_impl", "pipelined");
+    cpb_knobs_set_str(&b.knobs, "fpdt_impl", "pipelined");
+    cpb_row pa = sim(&a, "fpdt"), pb = sim(&b, "fpdt");
+    cr_expect_eq(pa.intermediate_bytes, pb.intermediate_bytes);
+    cr_expect_gt(ra.intermediate_bytes, pa.intermediate_bytes);
 }

@@ -1,5 +1,5 @@
 /* test_memory_hybrid.c — the memory of the two-level methods, usp and hupipe (hybrid
- * UPipe), on the simulator (issue 7).  The expected bytes are written out from the
+ * UPipe), on the simulator.  The expected bytes are written out from the
  * schedules (methods/usp, methods/hupipe with methods/common/ring_attn.c) as formulas of
  * S, C, u, D, H, G, d and U, and the simulator's exact tracked bytes must equal them; then
  * the claim follows: at 16 ranks (8 x 2) hupipe's intermediate bytes for qwen3-32b are
@@ -23,15 +23,15 @@
 #include "test_problem.h"
 #include "cpb_method.h"
 #include "cpb_presets.h"
-#include "cpb_sim.h"
+#include "sim_layer.h"
 #include "common/head_stages.h"
 #include "upipe/upipe.h"
 
 static cpb_problem problem(int64_t S, int C, int u, int64_t D, int H, int G, int d, int U, cpb_dtype dt)
 {
     cpb_problem p = cpb_test_problem(S, C, D, H, G, d, dt);
-    p.ulysses_degree = u;
-    p.head_chunk = U;
+    cpb_knobs_set_int(&p.knobs, "ulysses_degree", u);
+    cpb_knobs_set_int(&p.knobs, "head_chunk", U);
     return p;
 }
 
@@ -44,13 +44,13 @@ static geo geometry(const cpb_problem *p)
 {
     geo g;
     g.E = p->dtype == CPB_BF16 ? 2 : 4;
-    g.u = p->ulysses_degree ? p->ulysses_degree : (p->C < 8 ? p->C : 8);
+    g.u = (int)cpb_knob_int(p, "ulysses_degree") ? (int)cpb_knob_int(p, "ulysses_degree") : (p->C < 8 ? p->C : 8);
     g.R = p->C / g.u;
     g.s = p->S / p->C;
     g.c2 = p->S / g.R;
     g.hq = p->H / g.u;
     g.hk = p->G >= g.u ? p->G / g.u : 1;
-    g.U = p->head_chunk ? p->head_chunk : g.u;
+    g.U = (int)cpb_knob_int(p, "head_chunk") ? (int)cpb_knob_int(p, "head_chunk") : g.u;
     g.m = g.U / g.u;
     g.g = p->H / p->G;
     g.nk = (p->G >= g.u && g.m > g.g) ? g.m / g.g : 1;
@@ -122,30 +122,30 @@ static int64_t hupipe_bwd(const cpb_problem *p)
 
 /* ---------------------------------------------------------------- running */
 
-static cpb_sim_result sim(const cpb_problem *p, const char *method)
+static cpb_row sim(const cpb_problem *p, const char *method)
 {
     const cpb_method *m = cpb_method_find(method);
     cr_assert_not_null(m, "method %s is not registered", method);
-    cpb_sim_result r;
+    cpb_row r;
     int rc = cpb_sim_layer(p, m, NULL, &r);
     cr_assert_eq(rc, CPB_OK, "cpb_sim_layer: %s", r.reason);
-    cr_assert_eq(r.status, CPB_OK, "%s S=%lld C=%d: %s", method, (long long)p->S, p->C, r.reason);
+    cr_assert_eq(r.code, CPB_OK, "%s S=%lld C=%d: %s", method, (long long)p->S, p->C, r.reason);
     return r;
 }
 
 #define EXPECT_BYTES(got, want, what, p)                                                                        \
     cr_expect_eq((got), (want), "%s, S=%lld C=%d u=%d D=%lld H=%d G=%d d=%d %s U=%d: %lld bytes, formula %lld", \
-                 (what), (long long)(p)->S, (p)->C, (p)->ulysses_degree, (long long)(p)->D, (p)->H, (p)->G,    \
-                 (p)->d, cpb_dtype_name((p)->dtype), (p)->head_chunk, (long long)(got), (long long)(want))
+                 (what), (long long)(p)->S, (p)->C, (int)cpb_knob_int((p), "ulysses_degree"), (long long)(p)->D, (p)->H, (p)->G,    \
+                 (p)->d, cpb_dtype_name((p)->dtype), (int)cpb_knob_int((p), "head_chunk"), (long long)(got), (long long)(want))
 
 static void check_both(const cpb_problem *p)
 {
-    cpb_sim_result us = sim(p, "usp"), hu = sim(p, "hupipe");
-    EXPECT_BYTES(us.mem.dev.intermediate_peak, usp_bwd(p), "usp intermediate", p);
-    EXPECT_BYTES(us.mem.bwd.intermediate_peak, usp_bwd(p), "usp backward intermediate", p);
-    EXPECT_BYTES(hu.mem.dev.intermediate_peak, hupipe_bwd(p), "hupipe intermediate", p);
+    cpb_row us = sim(p, "usp"), hu = sim(p, "hupipe");
+    EXPECT_BYTES(us.intermediate_bytes, usp_bwd(p), "usp intermediate", p);
+    EXPECT_BYTES(us.bwd.intermediate_peak, usp_bwd(p), "usp backward intermediate", p);
+    EXPECT_BYTES(hu.intermediate_bytes, hupipe_bwd(p), "hupipe intermediate", p);
     /* after forward only the saved tensors are left besides the fixed ones */
-    EXPECT_BYTES(us.mem.fwd.live_end - hu.mem.fwd.live_end, usp_saved(p) - hupipe_saved(p),
+    EXPECT_BYTES(us.fwd.live_end - hu.fwd.live_end, usp_saved(p) - hupipe_saved(p),
                  "live after forward, usp - hupipe", p);
 }
 
@@ -187,14 +187,14 @@ Test(memory_hybrid, hupipe_below_usp_by_its_stage_share_qwen3_32b_8x2)
     cr_assert_eq(cpb_preset_find("qwen3-32b", &p), CPB_OK);
     p.S = 256 * 1024;
     p.C = 16;
-    p.ulysses_degree = 8;
+    cpb_knobs_set_int(&p.knobs, "ulysses_degree", 8);
     p.dtype = CPB_BF16;
     cr_assert_eq(p.D, 5120);
     cr_assert_eq(p.H, 64);
     cr_assert_eq(p.G, 8);
     cr_assert_eq(p.d, 128);
-    int64_t us = sim(&p, "usp").mem.dev.intermediate_peak;
-    int64_t hu = sim(&p, "hupipe").mem.dev.intermediate_peak;
+    int64_t us = sim(&p, "usp").intermediate_bytes;
+    int64_t hu = sim(&p, "hupipe").intermediate_bytes;
     EXPECT_BYTES(us, usp_bwd(&p), "usp intermediate", &p);
     EXPECT_BYTES(hu, hupipe_bwd(&p), "hupipe intermediate", &p);
 
@@ -217,8 +217,8 @@ Test(memory_hybrid, hupipe_grows_with_U)
     cpb_problem p = problem(64 * 1024, 16, 8, 1024, 32, 8, 64, 0, CPB_BF16);
     int64_t prev = 0;
     for (int U = 8; U <= p.H; U *= 2) {
-        p.head_chunk = U;
-        int64_t got = sim(&p, "hupipe").mem.dev.intermediate_peak;
+        cpb_knobs_set_int(&p.knobs, "head_chunk", U);
+        int64_t got = sim(&p, "hupipe").intermediate_bytes;
         EXPECT_BYTES(got, hupipe_bwd(&p), "hupipe intermediate", &p);
         if (prev) cr_expect_gt(got, prev, "U=%d: %lld bytes, not more than at U=%d", U, (long long)got, U / 2);
         prev = got;

@@ -1,4 +1,4 @@
-/* test_memory_tp_metp.c — METP's and TP's memory behaviour on the simulator (issue 3).
+/* test_memory_tp_metp.c — METP's and TP's memory behaviour on the simulator.
  *
  * METP projects one head group at a time, so its q, k, v high-water is exactly one group's
  * q, k, v for the local tokens; TP holds its head group's q, k, v for all S tokens and
@@ -11,7 +11,7 @@
 
 #include "test_problem.h"
 #include "cpb_method.h"
-#include "cpb_sim.h"
+#include "sim_layer.h"
 
 static cpb_problem problem(int64_t S, int64_t D, int H, int G, int d, int C, cpb_dtype dt)
 {
@@ -92,13 +92,13 @@ static int64_t tp_lower(const cpb_problem *p)
     return g.fixed + g.gemm + g.E * (2 * qkv + 2 * g.S * g.hqd + g.S * g.D) + 4 * (g.S * g.hq + g.S * g.hqd + g.S * g.hq);
 }
 
-static cpb_sim_result sim(const char *method, const cpb_problem *p)
+static cpb_row sim(const char *method, const cpb_problem *p)
 {
     const cpb_method *m = cpb_method_find(method);
     cr_assert_not_null(m, "method %s is registered", method);
-    cpb_sim_result r;
+    cpb_row r;
     cr_assert_eq(cpb_sim_layer(p, m, NULL, &r), CPB_OK, "%s: %s", method, r.reason);
-    cr_assert_eq(r.status, CPB_OK, "%s (S %lld, C %d, H %d, G %d): %s", method, (long long)p->S, p->C, p->H, p->G,
+    cr_assert_eq(r.code, CPB_OK, "%s (S %lld, C %d, H %d, G %d): %s", method, (long long)p->S, p->C, p->H, p->G,
                  r.reason);
     return r;
 }
@@ -116,20 +116,20 @@ Test(memory_tp_metp, metp_holds_one_head_group_of_qkv)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const cpb_problem *p = &cases[i];
         geo g = geometry(p);
-        cpb_sim_result r = sim("metp", p);
+        cpb_row r = sim("metp", p);
         int64_t one_group = g.E * g.s * (g.hqd + 2 * g.hkd);
         int64_t all_heads = g.E * g.s * (g.Hd + 2 * (int64_t)p->G * p->d);
-        cr_expect_eq(r.mem.fwd.tag_peak[CPB_TAG_QKV], one_group, "case %zu fwd: q,k,v high-water %lld, one group %lld",
-                     i, (long long)r.mem.fwd.tag_peak[CPB_TAG_QKV], (long long)one_group);
-        cr_expect_eq(r.mem.bwd.tag_peak[CPB_TAG_QKV], one_group, "case %zu bwd: q,k,v high-water %lld, one group %lld",
-                     i, (long long)r.mem.bwd.tag_peak[CPB_TAG_QKV], (long long)one_group);
-        cr_expect_lt(r.mem.dev.tag_peak[CPB_TAG_QKV], all_heads, "case %zu: below every head's q,k,v", i);
+        cr_expect_eq(r.fwd.tag_peak[CPB_TAG_QKV], one_group, "case %zu fwd: q,k,v high-water %lld, one group %lld",
+                     i, (long long)r.fwd.tag_peak[CPB_TAG_QKV], (long long)one_group);
+        cr_expect_eq(r.bwd.tag_peak[CPB_TAG_QKV], one_group, "case %zu bwd: q,k,v high-water %lld, one group %lld",
+                     i, (long long)r.bwd.tag_peak[CPB_TAG_QKV], (long long)one_group);
+        cr_expect_lt(r.tag_peak[CPB_TAG_QKV], all_heads, "case %zu: below every head's q,k,v", i);
         /* the weight shards in flight: two receive buffers, plus the fp32 dW pack in backward */
-        cr_expect_eq(r.mem.fwd.tag_peak[CPB_TAG_GATHER], 2 * g.E * g.shard, "case %zu: two shard buffers", i);
-        cr_expect_eq(r.mem.bwd.tag_peak[CPB_TAG_GATHER], 2 * g.E * g.shard + 4 * g.shard,
+        cr_expect_eq(r.fwd.tag_peak[CPB_TAG_GATHER], 2 * g.E * g.shard, "case %zu: two shard buffers", i);
+        cr_expect_eq(r.bwd.tag_peak[CPB_TAG_GATHER], 2 * g.E * g.shard + 4 * g.shard,
                      "case %zu: two shard buffers and the dW pack", i);
-        cr_expect_leq(r.mem.dev.peak, metp_upper(p), "case %zu: peak %lld above the schedule's bound %lld", i,
-                      (long long)r.mem.dev.peak, (long long)metp_upper(p));
+        cr_expect_leq(r.peak_bytes, metp_upper(p), "case %zu: peak %lld above the schedule's bound %lld", i,
+                      (long long)r.peak_bytes, (long long)metp_upper(p));
     }
 }
 
@@ -144,11 +144,11 @@ Test(memory_tp_metp, tp_holds_full_sequence_qkv)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const cpb_problem *p = &cases[i];
         geo g = geometry(p);
-        cpb_sim_result r = sim("tp", p);
-        cr_expect_eq(r.mem.dev.tag_peak[CPB_TAG_QKV], g.E * g.S * (g.hqd + 2 * g.hkd), "case %zu", i);
-        cr_expect_eq(r.mem.dev.tag_peak[CPB_TAG_GATHER], g.E * g.S * g.D, "case %zu", i);
-        cr_expect_geq(r.mem.dev.peak, tp_lower(p), "case %zu: peak %lld below tp's attention-backward set %lld", i,
-                      (long long)r.mem.dev.peak, (long long)tp_lower(p));
+        cpb_row r = sim("tp", p);
+        cr_expect_eq(r.tag_peak[CPB_TAG_QKV], g.E * g.S * (g.hqd + 2 * g.hkd), "case %zu", i);
+        cr_expect_eq(r.tag_peak[CPB_TAG_GATHER], g.E * g.S * g.D, "case %zu", i);
+        cr_expect_geq(r.peak_bytes, tp_lower(p), "case %zu: peak %lld below tp's attention-backward set %lld", i,
+                      (long long)r.peak_bytes, (long long)tp_lower(p));
     }
 }
 
@@ -164,16 +164,16 @@ Test(memory_tp_metp, metp_peak_below_tp_for_long_sequences)
         const cpb_problem *p = &cases[i];
         cr_expect_lt(metp_upper(p), tp_lower(p), "case %zu: formulas: metp <= %lld, tp >= %lld", i,
                      (long long)metp_upper(p), (long long)tp_lower(p));
-        cpb_sim_result m = sim("metp", p), t = sim("tp", p);
-        cr_expect_leq(m.mem.dev.peak, metp_upper(p), "case %zu: metp peak %lld, bound %lld", i,
-                      (long long)m.mem.dev.peak, (long long)metp_upper(p));
-        cr_expect_geq(t.mem.dev.peak, tp_lower(p), "case %zu: tp peak %lld, bound %lld", i, (long long)t.mem.dev.peak,
+        cpb_row m = sim("metp", p), t = sim("tp", p);
+        cr_expect_leq(m.peak_bytes, metp_upper(p), "case %zu: metp peak %lld, bound %lld", i,
+                      (long long)m.peak_bytes, (long long)metp_upper(p));
+        cr_expect_geq(t.peak_bytes, tp_lower(p), "case %zu: tp peak %lld, bound %lld", i, (long long)t.peak_bytes,
                       (long long)tp_lower(p));
-        cr_expect_lt(m.mem.dev.peak, t.mem.dev.peak, "case %zu: metp %lld, tp %lld", i, (long long)m.mem.dev.peak,
-                     (long long)t.mem.dev.peak);
+        cr_expect_lt(m.peak_bytes, t.peak_bytes, "case %zu: metp %lld, tp %lld", i, (long long)m.peak_bytes,
+                     (long long)t.peak_bytes);
         cr_log_info("S %lld C %d: metp peak %lld, tp peak %lld (%.1f%% less)", (long long)p->S, p->C,
-                    (long long)m.mem.dev.peak, (long long)t.mem.dev.peak,
-                    100.0 * (1.0 - (double)m.mem.dev.peak / (double)t.mem.dev.peak));
+                    (long long)m.peak_bytes, (long long)t.peak_bytes,
+                    100.0 * (1.0 - (double)m.peak_bytes / (double)t.peak_bytes));
     }
 }
 
@@ -196,11 +196,11 @@ Test(memory_tp_metp, schedules_symmetric_and_race_free)
             const cpb_problem *p = &cases[i];
             sim("tp", p);
             sim("metp", p);
-            cpb_sim_result r = sim("ring", p);
+            cpb_row r = sim("ring", p);
             int64_t E = p->dtype == CPB_BF16 ? 2 : 4, kv = 2 * (p->S / C) * p->G * p->d;
-            cr_expect_eq(r.mem.fwd.tag_peak[CPB_TAG_KV_RING], C > 2 ? 2 * E * kv : C > 1 ? E * kv : 0, "C %d case %zu",
+            cr_expect_eq(r.fwd.tag_peak[CPB_TAG_KV_RING], C > 2 ? 2 * E * kv : C > 1 ? E * kv : 0, "C %d case %zu",
                          C, i);
-            cr_expect_eq(r.mem.bwd.tag_peak[CPB_TAG_KV_RING], C > 1 ? (E + 4) * kv : 0, "C %d case %zu", C, i);
+            cr_expect_eq(r.bwd.tag_peak[CPB_TAG_KV_RING], C > 1 ? (E + 4) * kv : 0, "C %d case %zu", C, i);
         }
     }
 }

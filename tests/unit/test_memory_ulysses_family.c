@@ -1,5 +1,5 @@
 /* test_memory_ulysses_family.c — the memory behaviour of ulysses, upipe and offload on
- * the simulator (issue 3).  The expected bytes are written out from the schedules
+ * the simulator.  The expected bytes are written out from the schedules
  * (methods/ulysses, methods/upipe, methods/offload) as formulas of S, C, D, H, G, d and
  * the method option, and the simulator's exact tracked bytes must equal them; then the
  * claims follow: upipe's intermediate bytes are below ulysses' when U < H and shrink with
@@ -23,7 +23,7 @@
 
 #include "test_problem.h"
 #include "cpb_method.h"
-#include "cpb_sim.h"
+#include "sim_layer.h"
 #include "upipe/upipe.h"
 
 static cpb_problem problem(int64_t S, int C, int64_t D, int H, int G, int d, cpb_dtype dt)
@@ -81,7 +81,8 @@ typedef struct ugeo {
 static ugeo ugeometry(const cpb_problem *p)
 {
     ugeo u;
-    int U = p->head_chunk ? p->head_chunk : p->C, g = p->H / p->G, hc = p->H / p->C;
+    int U = (int)cpb_knob_int(p, "head_chunk") ? (int)cpb_knob_int(p, "head_chunk") : p->C, g = p->H / p->G,
+        hc = p->H / p->C;
     u.m = U / p->C;
     u.nk = (p->G >= p->C && u.m > g) ? u.m / g : 1; /* kv heads per rank per stage */
     u.Nm = p->S * u.m * p->d;
@@ -124,7 +125,7 @@ static int64_t upipe_bwd(const cpb_problem *p)
 
 static int offload_group(const cpb_problem *p)
 {
-    return p->offload_group ? p->offload_group : geometry(p).hc / 2; /* tests use even hc */
+    return (int)cpb_knob_int(p, "offload_group") ? (int)cpb_knob_int(p, "offload_group") : geometry(p).hc / 2; /* tests use even hc */
 }
 
 /* the most kv heads a group's query heads use */
@@ -164,50 +165,50 @@ static int64_t offload_host(const cpb_problem *p)
 
 /* ---------------------------------------------------------------- running */
 
-static cpb_sim_result sim(const cpb_problem *p, const char *method)
+static cpb_row sim(const cpb_problem *p, const char *method)
 {
     const cpb_method *m = cpb_method_find(method);
     cr_assert_not_null(m, "method %s is not registered", method);
-    cpb_sim_result r;
+    cpb_row r;
     int rc = cpb_sim_layer(p, m, NULL, &r);
     cr_assert_eq(rc, CPB_OK, "cpb_sim_layer: %s", r.reason);
-    cr_assert_eq(r.status, CPB_OK, "%s S=%lld C=%d: %s", method, (long long)p->S, p->C, r.reason);
+    cr_assert_eq(r.code, CPB_OK, "%s S=%lld C=%d: %s", method, (long long)p->S, p->C, r.reason);
     return r;
 }
 
 /* the fixed bytes (inputs, weights, outputs, gradients) live after forward */
-static int64_t fixed_live_after_fwd(const cpb_sim_result *r, int64_t intermediate_live)
+static int64_t fixed_live_after_fwd(const cpb_row *r, int64_t intermediate_live)
 {
-    return r->mem.fwd.live_end - intermediate_live;
+    return r->fwd.live_end - intermediate_live;
 }
 
 #define EXPECT_BYTES(got, want, what, p)                                                             \
     cr_expect_eq((got), (want), "%s, S=%lld C=%d D=%lld H=%d G=%d d=%d %s U=%d og=%d: %lld bytes, formula %lld", \
                  (what), (long long)(p)->S, (p)->C, (long long)(p)->D, (p)->H, (p)->G, (p)->d,                 \
-                 cpb_dtype_name((p)->dtype), (p)->head_chunk, (p)->offload_group, (long long)(got),          \
+                 cpb_dtype_name((p)->dtype), (int)cpb_knob_int((p), "head_chunk"), (int)cpb_knob_int((p), "offload_group"), (long long)(got),          \
                  (long long)(want))
 
 static void check_all(cpb_problem p)
 {
-    cpb_sim_result u = sim(&p, "ulysses");
-    EXPECT_BYTES(u.mem.fwd.intermediate_peak, uly_fwd(&p), "ulysses forward intermediate", &p);
-    EXPECT_BYTES(u.mem.bwd.intermediate_peak, uly_bwd(&p), "ulysses backward intermediate", &p);
-    EXPECT_BYTES(u.mem.dev.intermediate_peak, uly_bwd(&p), "ulysses intermediate", &p);
+    cpb_row u = sim(&p, "ulysses");
+    EXPECT_BYTES(u.fwd.intermediate_peak, uly_fwd(&p), "ulysses forward intermediate", &p);
+    EXPECT_BYTES(u.bwd.intermediate_peak, uly_bwd(&p), "ulysses backward intermediate", &p);
+    EXPECT_BYTES(u.intermediate_bytes, uly_bwd(&p), "ulysses intermediate", &p);
     /* fixed bytes and the GEMM workspace */
     int64_t fixed = fixed_live_after_fwd(&u, uly_saved(&p));
 
-    cpb_sim_result up = sim(&p, "upipe");
-    EXPECT_BYTES(up.mem.fwd.intermediate_peak, upipe_fwd(&p), "upipe forward intermediate", &p);
-    EXPECT_BYTES(up.mem.bwd.intermediate_peak, upipe_bwd(&p), "upipe backward intermediate", &p);
-    EXPECT_BYTES(up.mem.fwd.live_end, fixed + upipe_saved(&p), "upipe live after forward", &p);
+    cpb_row up = sim(&p, "upipe");
+    EXPECT_BYTES(up.fwd.intermediate_peak, upipe_fwd(&p), "upipe forward intermediate", &p);
+    EXPECT_BYTES(up.bwd.intermediate_peak, upipe_bwd(&p), "upipe backward intermediate", &p);
+    EXPECT_BYTES(up.fwd.live_end, fixed + upipe_saved(&p), "upipe live after forward", &p);
 
-    cpb_sim_result o = sim(&p, "offload");
+    cpb_row o = sim(&p, "offload");
     /* the forward's working set is ulysses' attention-time set: q, k, v, o, lse */
-    EXPECT_BYTES(o.mem.fwd.intermediate_peak, uly_saved(&p) + geometry(&p).Wg, "offload forward intermediate", &p);
-    EXPECT_BYTES(o.mem.fwd.live_end, fixed, "offload live after forward", &p);
-    EXPECT_BYTES(o.mem.bwd.intermediate_peak, offload_bwd(&p), "offload backward intermediate", &p);
-    EXPECT_BYTES(o.mem.host.peak, offload_host(&p), "offload pinned host", &p);
-    EXPECT_BYTES(u.mem.host.peak, (int64_t)0, "ulysses pinned host", &p);
+    EXPECT_BYTES(o.fwd.intermediate_peak, uly_saved(&p) + geometry(&p).Wg, "offload forward intermediate", &p);
+    EXPECT_BYTES(o.fwd.live_end, fixed, "offload live after forward", &p);
+    EXPECT_BYTES(o.bwd.intermediate_peak, offload_bwd(&p), "offload backward intermediate", &p);
+    EXPECT_BYTES(o.host_peak_bytes, offload_host(&p), "offload pinned host", &p);
+    EXPECT_BYTES(u.host_peak_bytes, (int64_t)0, "ulysses pinned host", &p);
 }
 
 Test(memory_ulysses_family, bytes_match_the_formulas)
@@ -225,8 +226,8 @@ Test(memory_ulysses_family, bytes_match_the_formulas)
     int U[] = {0, 6, 10, 12, 16};
     int og[] = {0, 1, 2, 2, 1};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        cases[i].head_chunk = U[i];
-        cases[i].offload_group = og[i];
+        cpb_knobs_set_int(&cases[i].knobs, "head_chunk", U[i]);
+        cpb_knobs_set_int(&cases[i].knobs, "offload_group", og[i]);
         check_all(cases[i]);
     }
 }
@@ -241,12 +242,12 @@ Test(memory_ulysses_family, upipe_below_ulysses_and_shrinking_with_U)
 {
     cpb_problem p = big();
     cr_assert_geq(p.H, 2 * p.C);
-    int64_t uly = sim(&p, "ulysses").mem.dev.intermediate_peak;
+    int64_t uly = sim(&p, "ulysses").intermediate_bytes;
     EXPECT_BYTES(uly, uly_bwd(&p), "ulysses intermediate", &p);
     int64_t prev = 0;
     for (int U = p.C; U <= p.H; U *= 2) { /* U = 4, 8, 16 = H */
-        p.head_chunk = U;
-        int64_t got = sim(&p, "upipe").mem.dev.intermediate_peak;
+        cpb_knobs_set_int(&p.knobs, "head_chunk", U);
+        int64_t got = sim(&p, "upipe").intermediate_bytes;
         EXPECT_BYTES(got, upipe_bwd(&p), "upipe intermediate", &p);
         if (U < p.H)
             cr_expect_lt(got, uly, "U=%d: upipe %lld intermediate bytes, ulysses %lld", U, (long long)got,
@@ -259,7 +260,7 @@ Test(memory_ulysses_family, upipe_below_ulysses_and_shrinking_with_U)
     /* U = C: one head per rank per stage.  Ulysses' backward holds its saved q, k, v, o,
      * their gradients and a full fp32 dq workspace; upipe one stage's worth of each plus
      * the saved o.  The gap is the difference of the formulas, far above zero. */
-    p.head_chunk = p.C;
+    cpb_knobs_set_int(&p.knobs, "head_chunk", p.C);
     int64_t gap = uly_bwd(&p) - upipe_bwd(&p);
     cr_expect_gt(gap, uly / 4, "the U=C saving %lld is under a quarter of ulysses' %lld", (long long)gap,
                  (long long)uly);
@@ -268,21 +269,21 @@ Test(memory_ulysses_family, upipe_below_ulysses_and_shrinking_with_U)
 Test(memory_ulysses_family, offload_below_ulysses_by_the_saved_tensors)
 {
     cpb_problem p = big();
-    cpb_sim_result u = sim(&p, "ulysses");
+    cpb_row u = sim(&p, "ulysses");
     for (int og = 1; og <= geometry(&p).hc / 2; og *= 2) { /* og = 1 and the default, hc/2 */
-        p.offload_group = og;
-        cpb_sim_result o = sim(&p, "offload");
+        cpb_knobs_set_int(&p.knobs, "offload_group", og);
+        cpb_row o = sim(&p, "offload");
         /* after forward: ulysses keeps q, k, v, o, lse on the device, offload none */
-        EXPECT_BYTES(u.mem.fwd.live_end - o.mem.fwd.live_end, uly_saved(&p), "live after forward, ulysses - offload",
+        EXPECT_BYTES(u.fwd.live_end - o.fwd.live_end, uly_saved(&p), "live after forward, ulysses - offload",
                      &p);
         /* backward: two head groups instead of all heads */
         int64_t want = uly_bwd(&p) - offload_bwd(&p);
-        EXPECT_BYTES(u.mem.bwd.intermediate_peak - o.mem.bwd.intermediate_peak, want,
+        EXPECT_BYTES(u.bwd.intermediate_peak - o.bwd.intermediate_peak, want,
                      "backward intermediate, ulysses - offload", &p);
         cr_expect_gt(want, 0, "og=%d: offload's backward is not below ulysses'", og);
         /* and the forward's transient peak is no higher than ulysses' */
-        cr_expect_leq(o.mem.fwd.peak, u.mem.fwd.peak);
-        EXPECT_BYTES(o.mem.host.peak, offload_host(&p), "offload pinned host", &p);
+        cr_expect_leq(o.fwd_peak_bytes, u.fwd_peak_bytes);
+        EXPECT_BYTES(o.host_peak_bytes, offload_host(&p), "offload pinned host", &p);
     }
 }
 
@@ -297,7 +298,7 @@ static void check_schedule(int C, int H, int G, int U)
     cpb_layer L;
     memset(&L, 0, sizeof L);
     L.p = problem(64 * C, C, 32, H, G, 8, CPB_BF16);
-    L.p.head_chunk = U;
+    cpb_knobs_set_int(&L.p.knobs, "head_chunk", U);
     L.s = 64;
     char why[256];
     cr_assert_eq(upipe_check(&L.p, why, sizeof why), CPB_OK, "C=%d H=%d G=%d U=%d: %s", C, H, G, U, why);

@@ -3,17 +3,17 @@
 #include <string.h>
 
 #include "cpb_backend.h"
+#include "registry.h"
 #include "profile_iter.h"
 
 static cpb_ctx *cpu_ctx(void)
 {
     cpb_ctx_opts o;
     memset(&o, 0, sizeof o);
-    o.backend = "cpu";
-    o.use_mpi = 0;
+        o.use_mpi = 0;
     cpb_ctx *ctx = NULL;
     char err[256];
-    cr_assert_eq(cpb_ctx_create(&o, &ctx, err, sizeof err), CPB_OK, "%s", err);
+    cr_assert_eq(cpb_ctx_create(&cpb_backend_cpu, &o, &ctx, err, sizeof err), CPB_OK, "%s", err);
     return ctx;
 }
 

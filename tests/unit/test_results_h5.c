@@ -10,6 +10,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cpb_presets.h"
+#include "knobs.h"
+#include "point.h"
+#include "registry.h"
 #include "results_h5.h"
 
 static char dir[256];
@@ -28,18 +32,18 @@ static void path_in_dir(char *out, size_t len, const char *name)
 static void prov(cpb_provenance *p, const char *tag)
 {
     char *argv[] = {"cpbench", "sweep", "--method", (char *)tag, "--out", "it's a file.h5"};
-    cpb_provenance_collect(p, 6, argv, "sim", "h100-sxm", 8);
+    cpb_provenance_collect(p, 6, argv, &cpb_backend_sim, "h100-sxm", 8);
 }
 
-static void fill_row(cpb_results_row *r, int i)
+static void fill_row(cpb_row *r, int i)
 {
-    cpb_results_row_init(r);
-    CPB_RESULTS_SET(r, method, i % 2 ? "ring" : "upipe");
-    CPB_RESULTS_SET(r, model, "llama3-8b");
-    CPB_RESULTS_SET(r, backend, "sim");
-    CPB_RESULTS_SET(r, gpu, "h100-sxm");
-    CPB_RESULTS_SET(r, status, i % 3 == 2 ? "oom" : "ok");
-    CPB_RESULTS_SET(r, reason, i % 3 == 2 ? "device capacity exceeded" : "");
+    cpb_row_init(r);
+    CPB_ROW_SET(r, method, i % 2 ? "ring" : "upipe");
+    CPB_ROW_SET(r, model, "llama3-8b");
+    CPB_ROW_SET(r, backend, "sim");
+    CPB_ROW_SET(r, gpu, "h100-sxm");
+    CPB_ROW_SET(r, status, i % 3 == 2 ? "oom" : "ok");
+    CPB_ROW_SET(r, reason, i % 3 == 2 ? "device capacity exceeded" : "");
     r->world_size = 8;
     r->seq_len = 1000 + i;
     r->peak_bytes = ((int64_t)1 << 36) + i; /* > 2^32: 64-bit columns */
@@ -48,9 +52,9 @@ static void fill_row(cpb_results_row *r, int i)
     r->tokens_per_s_per_gpu = 123.25 + i;
 }
 
-static void check_row(const cpb_results_row *r, int i)
+static void check_row(const cpb_row *r, int i)
 {
-    cpb_results_row want;
+    cpb_row want;
     fill_row(&want, i);
     cr_expect_str_eq(r->method, want.method, "row %d method", i);
     cr_expect_str_eq(r->status, want.status, "row %d status", i);
@@ -71,7 +75,7 @@ static void write_rows(const char *path, int from, int to)
     char err[1024];
     cr_assert_eq(cpb_results_open(path, &p, &f, err, sizeof err), CPB_OK, "%s", err);
     for (int i = from; i < to; i++) {
-        cpb_results_row r;
+        cpb_row r;
         fill_row(&r, i);
         cr_assert_eq(cpb_results_append(f, &r, err, sizeof err), CPB_OK, "%s", err);
     }
@@ -119,7 +123,7 @@ Test(results_h5, create_write_read_schema)
     char path[512];
     path_in_dir(path, sizeof path, "a.h5");
     write_rows(path, 0, 3);
-    cpb_results_row *rows;
+    cpb_row *rows;
     int64_t n;
     char err[1024];
     cr_assert_eq(cpb_results_read(path, &rows, &n, err, sizeof err), CPB_OK, "%s", err);
@@ -159,7 +163,7 @@ Test(results_h5, append_keeps_earlier_rows_and_records_sessions)
     write_rows(path, 0, 4);
     write_rows(path, 4, 6);
     write_rows(path, 6, 7);
-    cpb_results_row *rows;
+    cpb_row *rows;
     int64_t n;
     char err[1024];
     cr_assert_eq(cpb_results_read(path, &rows, &n, err, sizeof err), CPB_OK, "%s", err);
@@ -253,7 +257,7 @@ Test(results_h5, sigkill_mid_sweep_leaves_finished_rows)
         char err[1024];
         if (cpb_results_open(path, &p, &f, err, sizeof err) != CPB_OK) _exit(3);
         for (int i = 0;; i++) { /* runs until killed */
-            cpb_results_row r;
+            cpb_row r;
             fill_row(&r, i);
             if (cpb_results_append(f, &r, err, sizeof err) != CPB_OK) _exit(4);
             int done = i + 1;
@@ -272,7 +276,7 @@ Test(results_h5, sigkill_mid_sweep_leaves_finished_rows)
     while (read(fds[0], &got, sizeof got) == sizeof got) done = got; /* rows it finished after */
     close(fds[0]);
 
-    cpb_results_row *rows;
+    cpb_row *rows;
     int64_t n;
     char err[1024];
     cr_assert_eq(cpb_results_read(path, &rows, &n, err, sizeof err), CPB_OK, "%s", err);
@@ -298,10 +302,9 @@ Test(results_h5, argv_is_quoted_for_the_shell)
     cr_expect_eq(strlen(small), 7u);
 }
 
-/* ---- the row `cpbench run` makes, as a results row (results_from_run.c) */
-#include "results_from_run.h"
+/* ---- the row of a point, its throughput, and the point key */
 
-Test(results_h5, row_from_run_keeps_every_column)
+Test(results_h5, point_row_names_the_point_and_rates_come_from_the_step)
 {
     cpb_problem p;
     memset(&p, 0, sizeof p);
@@ -312,96 +315,166 @@ Test(results_h5, row_from_run_keeps_every_column)
     p.d = 128;
     p.C = 8;
     p.dtype = CPB_BF16;
-    p.offload_group = 2;
+    cpb_knobs_set_int(&p.knobs, "offload_group", 2); /* not upipe's: no column value */
+    cpb_knobs_set_int(&p.knobs, "head_chunk", 0);
     snprintf(p.model, sizeof p.model, "llama3-8b");
-    cpb_run_row in;
-    memset(&in, 0, sizeof in);
-    snprintf(in.method, sizeof in.method, "upipe");
-    snprintf(in.backend, sizeof in.backend, "sim");
-    snprintf(in.gpu, sizeof in.gpu, "h100-sxm");
-    snprintf(in.scope, sizeof in.scope, "model");
-    snprintf(in.status, sizeof in.status, "oom");
-    snprintf(in.reason, sizeof in.reason, "needs 96 GiB");
-    in.world_size = 8;
-    in.seq_len = p.S;
-    in.head_chunk = 8;
-    in.peak_bytes = 11;
-    in.reserved_bytes = 12;
-    in.device_used_bytes = 13;
-    in.intermediate_bytes = 14;
-    in.host_peak_bytes = 15;
-    in.fwd_peak = 16;
-    in.bwd_peak = 17;
-    in.capacity = 18;
-    in.at_peak[3] = 19;
-    in.model_state_bytes = 21;
-    in.attn_act_bytes = 22;
-    in.other_bytes = 23;
-    snprintf(in.framework, sizeof in.framework, "deepspeed");
-    in.host_ram = 1LL << 40;
-    in.step_s = 2.0;
-    in.fwd_s = 0.5;
-    in.bwd_s = 1.5;
-    in.tokens_per_s = 3.0;
-    in.tokens_per_s_per_gpu = 4.0;
-    in.tflops_per_gpu = 5.0;
-    in.comm_bytes = 6.0;
-    in.pcie_bytes = 7.0;
-    in.timestamp = 0; /* none: the writer stamps it */
-    cpb_results_row o;
-    cpb_results_from_run(&in, &p, 1, 3, &o);
+    const cpb_method *m = cpb_method_find("upipe");
+    cr_assert_not_null(m);
+    static cpb_row o;
+    cpb_row_point(&o, m, &p, &cpb_backend_sim, "h100-sxm", "model");
     cr_expect_str_eq(o.method, "upipe");
     cr_expect_str_eq(o.model, "llama3-8b");
     cr_expect_str_eq(o.scope, "model");
-    cr_expect_str_eq(o.status, "oom");
-    cr_expect_str_eq(o.reason, "needs 96 GiB");
+    cr_expect_str_eq(o.status, "ok");
     cr_expect_str_eq(o.dtype, "bf16");
     cr_expect_eq(o.hidden, 4096);
     cr_expect_eq(o.heads, 32);
     cr_expect_eq(o.kv_heads, 8);
     cr_expect_eq(o.head_dim, 128);
-    cr_expect_eq(o.head_chunk, 0, "the option as asked (0 = default), not the resolved 8");
-    cr_expect_eq(o.offload_group, 2);
-    cr_expect_eq(o.warmup, 1);
-    cr_expect_eq(o.iters, 3);
-    int64_t want[] = {11, 12, 13, 14, 15, 16, 17, 18};
-    int64_t got[] = {o.peak_bytes, o.reserved_bytes, o.device_used_bytes, o.intermediate_bytes,
-                     o.host_peak_bytes, o.fwd_peak_bytes, o.bwd_peak_bytes, o.capacity_bytes};
-    for (int i = 0; i < 8; i++) cr_expect_eq(got[i], want[i], "memory column %d", i);
-    cr_expect_eq(o.at_peak_bytes[3], 19);
-    cr_expect_eq(o.model_state_bytes, 21);
-    cr_expect_eq(o.attn_act_bytes, 22);
-    cr_expect_eq(o.other_bytes, 23);
-    cr_expect_str_eq(o.framework, "deepspeed");
-    cr_expect_eq(o.host_ram_bytes, 1LL << 40);
-    cr_expect_str_eq(o.fpdt_impl, "deepspeed", "fpdt's default schedule, by name");
-    double wd[] = {2.0, 0.5, 1.5, 3.0, 4.0, 5.0, 6.0, 7.0};
-    double gd[] = {o.step_s, o.fwd_s, o.bwd_s, o.tokens_per_s, o.tokens_per_s_per_gpu,
-                   o.tflops_per_gpu, o.comm_bytes, o.pcie_bytes};
-    for (int i = 0; i < 8; i++) cr_expect_float_eq(gd[i], wd[i], 0, "time/rate column %d", i);
+    cr_expect_eq(cpb_row_knob_int(&o, "head_chunk"), 0, "the option as asked (0 = default), not the resolved 8");
+    cr_expect_eq(cpb_row_knob_int(&o, "offload_group"), 0, "a knob of another method is not the row's");
+    /* throughput: S / step, per GPU, the layer's model FLOPs per GPU per second */
+    o.step_s = 2.0;
+    double f, b;
+    cpb_layer_model_flops(&p, &f, &b);
+    cpb_row_rates(&o, f + b);
+    cr_expect_float_eq(o.tokens_per_s, (double)p.S / 2.0, 1e-9);
+    cr_expect_float_eq(o.tokens_per_s_per_gpu, (double)p.S / 16.0, 1e-9);
+    cr_expect_float_eq(o.tflops_per_gpu, (f + b) / 8 / 2.0 / 1e12, 1e-12);
+    o.step_s = 0;
+    cpb_row_rates(&o, f + b);
+    cr_expect_eq(o.tokens_per_s, 0.0, "no step time, no rates");
+    cpb_row_set_status(&o, CPB_ERR_OOM, "needs 96 GiB");
+    cr_expect_str_eq(o.status, "oom");
+    cr_expect_str_eq(o.reason, "needs 96 GiB");
+    cr_expect_eq(cpb_row_code_of_status(o.status), CPB_ERR_OOM);
 
-    /* the same point is found again; another length is not */
-    cpb_results_row q;
-    cpb_results_point(&p, "upipe", "sim", "h100-sxm", "model", &q);
-    cpb_results_sim_point("model", "deepspeed", 1LL << 40, &q);
-    cr_expect(cpb_results_same_point(&o, &q));
+    /* the same point is found again; another length is not; a row without a gpu matches */
+    static cpb_row q;
+    cpb_row_point(&q, m, &p, &cpb_backend_sim, "", "model");
+    cr_expect(cpb_row_same_point(&o, &q));
     q.seq_len *= 2;
-    cr_expect(!cpb_results_same_point(&o, &q));
-    /* the framework, the host memory and fpdt's schedule are part of the point: a resumed
-     * sweep never takes a row made with other ones */
-    cpb_results_row r = q;
-    r.seq_len = o.seq_len;
-    cpb_results_sim_point("model", NULL, 1LL << 40, &r);
-    cr_expect_str_eq(r.framework, "torchtitan", "no --framework is the default, by name");
-    cr_expect(!cpb_results_same_point(&o, &r));
-    r = q;
-    r.seq_len = o.seq_len;
-    r.host_ram_bytes = 0;
-    cr_expect(!cpb_results_same_point(&o, &r));
-    r = q;
-    r.seq_len = o.seq_len;
-    CPB_RESULTS_SET(&r, fpdt_impl, "pipelined");
-    cr_expect(!cpb_results_same_point(&o, &r));
-    cpb_results_sim_point("layer", "deepspeed", 0, &r);
-    cr_expect_str_eq(r.framework, "", "layer rows have no framework");
+    cr_expect(!cpb_row_same_point(&o, &q));
+    /* a knob is part of the point */
+    cpb_knobs_set_int(&p.knobs, "head_chunk", 16);
+    cpb_row_point(&q, m, &p, &cpb_backend_sim, "h100-sxm", "model");
+    cr_expect_eq(cpb_row_knob_int(&q, "head_chunk"), 16);
+    cr_expect(!cpb_row_same_point(&o, &q), "another head_chunk is another point");
+    cr_expect_str_eq(cpb_row_knob_str(&o, "fpdt_impl"), "", "fpdt's knob is not upipe's");
+}
+
+/* The driver's knobs belong to their kind of point: --framework to model-scope rows,
+ * --host-ram to the simulator's; both are columns and part of the point, so a resumed sweep
+ * never takes a row made with other ones. */
+Test(results_h5, framework_and_host_ram_are_columns_of_their_points)
+{
+    cpb_problem p;
+    cr_assert_eq(cpb_preset_find("llama3-8b", &p), CPB_OK);
+    p.S = 131072;
+    p.C = 8;
+    const cpb_method *m = cpb_method_find("fpdt");
+    cr_assert_not_null(m);
+    cpb_knobs given = {0};
+    cpb_knobs_set_str(&given, "framework", "deepspeed");
+    cpb_knobs_set_int(&given, "host_ram_bytes", 1LL << 40);
+    char err[512] = "";
+    cr_assert_eq(cpb_knobs_apply(m, &given, &p, err, sizeof err), CPB_OK, "%s", err);
+    static cpb_row model, layer, cpu, q;
+    cpb_row_point(&model, m, &p, &cpb_backend_sim, "h100-sxm", "model");
+    cr_expect_str_eq(cpb_row_knob_str(&model, "framework"), "deepspeed");
+    cr_expect_eq(cpb_row_knob_int(&model, "host_ram_bytes"), 1LL << 40);
+    cr_expect_str_eq(cpb_row_knob_str(&model, "fpdt_impl"), "deepspeed", "fpdt's default schedule, by name");
+    cpb_row_point(&layer, m, &p, &cpb_backend_sim, "h100-sxm", "layer");
+    cr_expect_str_eq(cpb_row_knob_str(&layer, "framework"), "", "layer rows have no framework");
+    cr_expect_eq(cpb_row_knob_int(&layer, "host_ram_bytes"), 1LL << 40, "a sim layer row has the host memory");
+    cpb_row_point(&cpu, m, &p, &cpb_backend_cpu, "cpu", "layer");
+    cr_expect_eq(cpb_row_knob_int(&cpu, "host_ram_bytes"), 0, "a measured row has no simulated host memory");
+    /* no --framework is the default, by name; another framework, host memory or schedule is
+     * another point */
+    cpb_problem d = p;
+    cr_assert_eq(cpb_knobs_apply(m, NULL, &d, err, sizeof err), CPB_OK, "%s", err);
+    cpb_row_point(&q, m, &d, &cpb_backend_sim, "h100-sxm", "model");
+    cr_expect_str_eq(cpb_row_knob_str(&q, "framework"), "torchtitan");
+    cr_expect(!cpb_row_same_point(&model, &q));
+    const char *knob[] = {"framework", "host_ram_bytes", "fpdt_impl"};
+    for (int k = 0; k < 3; k++) {
+        cpb_knobs g2 = given;
+        if (k == 1) cpb_knobs_set_int(&g2, "host_ram_bytes", 0);
+        else cpb_knobs_set_str(&g2, knob[k], k == 0 ? "torchtitan" : "pipelined");
+        cr_assert_eq(cpb_knobs_apply(m, &g2, &d, err, sizeof err), CPB_OK, "%s", err);
+        cpb_row_point(&q, m, &d, &cpb_backend_sim, "h100-sxm", "model");
+        cr_expect(!cpb_row_same_point(&model, &q), "another %s is another point", knob[k]);
+    }
+    cpb_row_point(&q, m, &p, &cpb_backend_sim, "h100-sxm", "model");
+    cr_expect(cpb_row_same_point(&model, &q));
+}
+
+/* a file of schema version 1 (written by the cpbench before the version 2 columns) still
+ * reads: by column name, the columns it lacks zero; and it is refused for appending */
+Test(results_h5, schema_1_files_read_and_are_not_appended_to)
+{
+    const char *path = CPB_TEST_DATA "/results-schema1.h5";
+    cpb_row *rows = NULL;
+    int64_t n = 0;
+    char err[1024] = "";
+    cr_assert_eq(cpb_results_read(path, &rows, &n, err, sizeof err), CPB_OK, "%s", err);
+    cr_assert_eq(n, 4);
+    for (int64_t i = 0; i < n; i++) {
+        cr_expect(strcmp(rows[i].method, "ulysses") == 0 || strcmp(rows[i].method, "upipe") == 0, "%s",
+                  rows[i].method);
+        cr_expect_str_eq(rows[i].status, "ok");
+        cr_expect_eq(rows[i].world_size, 8);
+        cr_expect_gt(rows[i].peak_bytes, 0);
+        cr_expect_gt(rows[i].step_s, 0);
+        if (strcmp(rows[i].method, "upipe") == 0 || strcmp(rows[i].method, "ulysses") == 0)
+            cr_expect_eq(cpb_row_knob_int(&rows[i], "head_chunk"), 16, "the option column of version 1");
+        cr_expect_eq(rows[i].seed, 0, "a column version 1 did not have");
+    }
+    free(rows);
+    make_dir();
+    char copy[512];
+    path_in_dir(copy, sizeof copy, "v1.h5");
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", path, copy);
+    cr_assert_eq(system(cmd), 0);
+    expect_refused_untouched(copy, "schema version 1");
+}
+
+/* a file of schema version 2 (the model scope's columns and options, written by cpbench
+ * before version 3: fpdt_impl a string[12] among the fixed columns, on every row) reads by
+ * column name into the version 3 row, option columns included, and is refused for
+ * appending */
+Test(results_h5, schema_2_files_read_and_are_not_appended_to)
+{
+    const char *path = CPB_TEST_DATA "/results-schema2.h5";
+    cpb_row *rows = NULL;
+    int64_t n = 0;
+    char err[1024] = "";
+    cr_assert_eq(cpb_results_read(path, &rows, &n, err, sizeof err), CPB_OK, "%s", err);
+    cr_assert_eq(n, 3);
+    /* fpdt at model scope in the deepspeed setup with --host-ram 1T; upipe --head-chunk 16;
+     * fpdt --fpdt-impl pipelined (both layer rows) */
+    cr_expect_str_eq(rows[0].method, "fpdt");
+    cr_expect_str_eq(rows[0].scope, "model");
+    cr_expect_str_eq(cpb_row_knob_str(&rows[0], "framework"), "deepspeed");
+    cr_expect_eq(cpb_row_knob_int(&rows[0], "host_ram_bytes"), 1LL << 40);
+    cr_expect_gt(rows[0].model_state_bytes, 0);
+    cr_expect_eq(rows[0].model_state_bytes + rows[0].attn_act_bytes + rows[0].other_bytes, rows[0].peak_bytes);
+    cr_expect_str_eq(cpb_row_knob_str(&rows[0], "fpdt_impl"), "deepspeed");
+    cr_expect_str_eq(rows[1].method, "upipe");
+    cr_expect_eq(cpb_row_knob_int(&rows[1], "head_chunk"), 16);
+    cr_expect_str_eq(cpb_row_knob_str(&rows[1], "framework"), "");
+    cr_expect_str_eq(cpb_row_knob_str(&rows[2], "fpdt_impl"), "pipelined");
+    for (int64_t i = 0; i < n; i++) {
+        cr_expect_str_eq(rows[i].status, "ok");
+        cr_expect_eq(rows[i].y_norm, 0.0, "a column version 2 did not have");
+    }
+    free(rows);
+    make_dir();
+    char copy[512];
+    path_in_dir(copy, sizeof copy, "v2.h5");
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", path, copy);
+    cr_assert_eq(system(cmd), 0);
+    expect_refused_untouched(copy, "schema version 2");
 }

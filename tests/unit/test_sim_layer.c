@@ -8,9 +8,9 @@
 
 #include "cpb_method.h"
 #include "cpb_presets.h"
-#include "cpb_sim.h"
+#include "sim_layer.h"
 #include "gpu_profiles.h"
-#include "run_trial.h"
+#include "row.h"
 
 Test(sim_profiles, unknown_profile_is_refused_with_the_valid_ones)
 {
@@ -39,7 +39,7 @@ Test(sim_profiles, sim_layer_refuses_unknown_profile)
     if (cpb_method_count() == 0) return;
     cpb_sim_opts o = {0};
     o.gpu = "tpu-v5";
-    cpb_sim_result r;
+    cpb_row r;
     cr_expect_eq(cpb_sim_layer(&p, cpb_method_at(0), &o, &r), CPB_ERR_INVALID);
     cr_expect(strstr(r.reason, "tpu-v5") != NULL, "%s", r.reason);
 }
@@ -101,16 +101,14 @@ static int toy_layout(const cpb_problem *p, int rank, cpb_segs *out)
     return cpb_layout_contiguous(p, rank, out);
 }
 
-static int toy_forward(cpb_ctx *ctx, cpb_layer *L, void **state)
+static int toy_forward(cpb_ctx *ctx, cpb_layer *L, void *state)
 {
     cpb_buf *saved;
     int64_t n = L->s * L->p.D * (toy_asym ? 1 + cpb_rank(ctx) : 1);
     CPB_TRY(cpb_alloc(ctx, &saved, n, CPB_BF16, CPB_TAG_SAVED, "saved"));
     CPB_TRY(cpb_copy(ctx, CPB_STREAM_COMPUTE, cpb_span(saved, 0, L->s * L->p.D), cpb_whole(L->x)));
     CPB_TRY(cpb_copy(ctx, CPB_STREAM_COMPUTE, cpb_whole(L->y), cpb_whole(L->x)));
-    *state = malloc(sizeof(cpb_buf *));
-    if (!*state) return cpb_fail(ctx, CPB_ERR_NOMEM_HOST, "toy: state");
-    *(cpb_buf **)*state = saved;
+    *(cpb_buf **)state = saved;
     return CPB_OK;
 }
 
@@ -121,7 +119,8 @@ static int toy_backward(cpb_ctx *ctx, cpb_layer *L, void *state)
     return cpb_free(ctx, CPB_STREAM_COMPUTE, &saved);
 }
 
-static const cpb_method toy = {"toy", "test method", toy_check, toy_layout, NULL, toy_forward, toy_backward};
+static const cpb_method toy = {"toy", "test method", toy_check, toy_layout, NULL, sizeof(cpb_buf *), toy_forward,
+                               toy_backward, NULL};
 
 static cpb_problem toy_problem(int C, int64_t S)
 {
@@ -138,25 +137,25 @@ Test(sim_layer, exact_bytes_of_a_known_schedule)
 {
     toy_asym = 0;
     cpb_problem p = toy_problem(4, 4096);
-    cpb_sim_result r;
+    cpb_row r;
     cr_assert_eq(cpb_sim_layer(&p, &toy, NULL, &r), CPB_OK, "%s", r.reason);
-    cr_assert_eq(r.status, CPB_OK, "%s", r.reason);
+    cr_assert_eq(r.code, CPB_OK, "%s", r.reason);
     int64_t s = 1024, D = 4096, act = s * D * 2;
     int64_t weights = 2 * (D * 32 * 128 + 2 * D * 8 * 128 + 32 * 128 * D); /* bf16 */
     int64_t grads = 2 * weights;                                            /* fp32 */
     int64_t expect = 4 * act + weights + grads + act;                       /* x dy y dx + saved */
-    cr_expect_eq(r.mem.dev.peak, expect, "peak %lld, expected %lld", (long long)r.mem.dev.peak, (long long)expect);
-    cr_expect_eq(r.mem.dev.intermediate_peak, act);
-    cr_expect_eq(r.mem.dev.at_peak[CPB_TAG_SAVED], act);
+    cr_expect_eq(r.peak_bytes, expect, "peak %lld, expected %lld", (long long)r.peak_bytes, (long long)expect);
+    cr_expect_eq(r.intermediate_bytes, act);
+    cr_expect_eq(r.at_peak_bytes[CPB_TAG_SAVED], act);
 }
 
 Test(sim_layer, asymmetric_allocations_are_refused_naming_the_ranks)
 {
     toy_asym = 1;
     cpb_problem p = toy_problem(4, 4096);
-    cpb_sim_result r;
+    cpb_row r;
     cr_assert_eq(cpb_sim_layer(&p, &toy, NULL, &r), CPB_OK);
-    cr_expect_eq(r.status, CPB_ERR_INVALID);
+    cr_expect_eq(r.code, CPB_ERR_INVALID);
     cr_expect(strstr(r.reason, "symmetric") && strstr(r.reason, "rank 0") && strstr(r.reason, "rank 1"), "%s",
               r.reason);
     toy_asym = 0;
@@ -168,18 +167,18 @@ Test(sim_layer, oom_is_a_result)
     cpb_problem p = toy_problem(8, (int64_t)8 << 20); /* 8M tokens: 1M per rank */
     cpb_sim_opts o = {0};
     o.mem_cap = 20LL << 30;                            /* x, dy, y, dx = 32 GiB */
-    cpb_sim_result r;
+    cpb_row r;
     cr_assert_eq(cpb_sim_layer(&p, &toy, &o, &r), CPB_OK);
-    cr_expect_eq(r.status, CPB_ERR_OOM, "%s", r.reason);
+    cr_expect_eq(r.code, CPB_ERR_OOM, "%s", r.reason);
     cr_expect(strstr(r.reason, "out of device memory") != NULL, "%s", r.reason);
 }
 
 Test(sim_layer, refusal_is_a_result)
 {
     cpb_problem p = toy_problem(3, 1000);
-    cpb_sim_result r;
+    cpb_row r;
     cr_assert_eq(cpb_sim_layer(&p, &toy, NULL, &r), CPB_OK);
-    cr_expect_eq(r.status, CPB_ERR_INVALID);
+    cr_expect_eq(r.code, CPB_ERR_INVALID);
     cr_expect(strstr(r.reason, "multiple of C") != NULL, "%s", r.reason);
 }
 

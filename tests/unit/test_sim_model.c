@@ -6,8 +6,17 @@
 
 #include "cpb_method.h"
 #include "cpb_presets.h"
+#include "knobs.h"
 #include "model_scope.h"
 
+static const cpb_method *first_method(void)
+{
+    /* ulysses when present: it accepts llama3-8b on 8 GPUs */
+    const cpb_method *m = cpb_method_find("ulysses");
+    return m ? m : cpb_method_at(0);
+}
+
+/* llama3-8b on 8 GPUs with every knob at its default (--framework torchtitan, ...) */
 static cpb_problem llama(int64_t S)
 {
     cpb_problem p;
@@ -16,14 +25,9 @@ static cpb_problem llama(int64_t S)
     p.C = 8;
     p.S = S;
     p.dtype = CPB_BF16;
+    char err[512] = "";
+    cr_assert_eq(cpb_knobs_apply(first_method(), NULL, &p, err, sizeof err), CPB_OK, "%s", err);
     return p;
-}
-
-static const cpb_method *first_method(void)
-{
-    /* ulysses when present: it accepts llama3-8b on 8 GPUs */
-    const cpb_method *m = cpb_method_find("ulysses");
-    return m ? m : cpb_method_at(0);
 }
 
 Test(sim_model, parts_add_up_and_states_are_sharded)
@@ -51,19 +55,20 @@ Test(sim_model, parts_add_up_and_states_are_sharded)
         cr_expect_eq(b.attn_act, x->attn_act);
     }
     const cpb_model_mem *a = &e->moment[CPB_MOMENT_ATTN_BWD];
-    cr_expect_eq(a->attn_fixed + a->attn_act + e->attn.mem.dev.at_peak[CPB_TAG_Y], e->attn.mem.dev.peak,
+    cr_expect_eq(a->attn_fixed + a->attn_act + e->attn.at_peak_bytes[CPB_TAG_Y], e->attn.peak_bytes,
                  "the attention part is the traced peak less the layer output");
     /* 30 layers' inputs of [128K, 4096] bf16 on the host */
-    cr_expect_eq(e->host_bytes, 30LL * (1 << 17) * 4096 * 2 + e->attn.mem.host.peak);
+    cr_expect_eq(e->host_bytes, 30LL * (1 << 17) * 4096 * 2 + e->attn.host_peak_bytes);
     cr_expect_gt(e->step_s, 32 * e->attn_layer_s, "every layer's attention is in the step");
-    cr_expect_gt(e->tokens_per_s_per_gpu, 0);
-    cpb_run_row row;
+    static cpb_row row;
     cpb_model_estimate_row(e, &row);
+    cr_expect_gt(row.tokens_per_s_per_gpu, 0);
+    cr_expect_float_eq(row.tokens_per_s_per_gpu, (double)p.S / (e->step_s * p.C), 1e-9);
     cr_expect_str_eq(row.scope, "model");
     cr_expect_str_eq(row.status, "ok");
     cr_expect_eq(row.peak_bytes, e->moment[e->peak_moment].total);
     cr_expect_eq(row.model_state_bytes + row.attn_act_bytes + row.other_bytes, row.peak_bytes);
-    cr_expect_str_eq(row.framework, "torchtitan");
+    cr_expect_str_eq(cpb_row_knob_str(&row, "framework"), "torchtitan");
     cpb_model_estimate_free(e);
 }
 
@@ -132,13 +137,12 @@ Test(sim_model, custom_shapes_are_refused)
 Test(sim_model, frameworks_term_by_term)
 {
     const cpb_method *m = first_method();
-    cpb_problem p = llama(1 << 20);
-    cpb_sim_opts tt = {0}, ds = {0};
-    ds.framework = "deepspeed";
+    cpb_problem p = llama(1 << 20), pd = p;
+    cpb_knobs_set_str(&pd.knobs, "framework", "deepspeed");
     cpb_model_estimate *a = NULL, *b = NULL;
     char err[1024] = "";
-    cr_assert_eq(cpb_model_estimate_new(&p, m, &tt, &a, err, sizeof err), CPB_OK, "%s", err);
-    cr_assert_eq(cpb_model_estimate_new(&p, m, &ds, &b, err, sizeof err), CPB_OK, "%s", err);
+    cr_assert_eq(cpb_model_estimate_new(&p, m, NULL, &a, err, sizeof err), CPB_OK, "%s", err);
+    cr_assert_eq(cpb_model_estimate_new(&pd, m, NULL, &b, err, sizeof err), CPB_OK, "%s", err);
     cr_expect_str_eq(a->fw->name, "torchtitan");
     cr_expect_str_eq(b->fw->name, "deepspeed");
     const int64_t sD = (1 << 20) / 8 * 4096LL;
@@ -150,8 +154,8 @@ Test(sim_model, frameworks_term_by_term)
     cr_expect_eq(mb->comm, (int64_t)(5e8 * 2), "ZeRO-3: the fp16 gradient bucket");
     cr_expect_eq(ma->ckpt, 2 * sD * 2);
     cr_expect_eq(mb->ckpt, 0);
-    cr_expect_eq(a->host_bytes, 30 * sD * 2 + a->attn.mem.host.peak);
-    cr_expect_eq(b->host_bytes, 32 * sD * 2 + sD * 2 + b->attn.mem.host.peak);
+    cr_expect_eq(a->host_bytes, 30 * sD * 2 + a->attn.host_peak_bytes);
+    cr_expect_eq(b->host_bytes, 32 * sD * 2 + sD * 2 + b->attn.host_peak_bytes);
     /* the attention layer is the same trace in both */
     cr_expect_eq(ma->attn_act, mb->attn_act);
     /* time: five MLP forward-equivalents against FPDT_FFN's 14/3; checkpoint copies on the
@@ -165,12 +169,12 @@ Test(sim_model, frameworks_term_by_term)
     cpb_model_estimate_free(b);
     /* above 4M tokens TorchTitan's copies are pageable too */
     p = llama(5 << 20);
-    cr_assert_eq(cpb_model_estimate_new(&p, m, &tt, &a, err, sizeof err), CPB_OK, "%s", err);
+    cr_assert_eq(cpb_model_estimate_new(&p, m, NULL, &a, err, sizeof err), CPB_OK, "%s", err);
     cr_expect_eq(a->ckpt_pageable, 1);
     cpb_model_estimate_free(a);
     /* an unknown setup is bad input */
-    tt.framework = "megatron";
-    cr_expect_eq(cpb_model_estimate_new(&p, m, &tt, &a, err, sizeof err), CPB_ERR_INVALID);
+    cpb_knobs_set_str(&p.knobs, "framework", "megatron");
+    cr_expect_eq(cpb_model_estimate_new(&p, m, NULL, &a, err, sizeof err), CPB_ERR_INVALID);
     cr_expect(strstr(err, "torchtitan, deepspeed") != NULL, "%s", err);
 }
 
@@ -180,19 +184,19 @@ Test(sim_model, host_ram_bounds_and_the_reason_says_so)
     const cpb_method *m = first_method();
     cpb_problem p = llama(1 << 20);
     cpb_sim_opts o = {0};
-    o.host_ram = 64LL << 30; /* 8 GiB per GPU: 30 checkpoints of 1 GiB do not fit */
+    cpb_knobs_set_int(&p.knobs, "host_ram_bytes", 64LL << 30); /* 8 GiB per GPU: 30 checkpoints of 1 GiB do not fit */
     cpb_model_estimate *e = NULL;
     char err[1024] = "";
     cr_assert_eq(cpb_model_estimate_new(&p, m, &o, &e, err, sizeof err), CPB_OK, "%s", err);
     cr_expect_eq(e->host_capacity, 8LL << 30);
     cr_expect_eq(e->status, CPB_ERR_NOMEM_HOST, "%s", e->reason);
     cr_expect(strncmp(e->reason, "host memory:", 12) == 0, "%s", e->reason);
-    cpb_run_row row;
+    static cpb_row row;
     cpb_model_estimate_row(e, &row);
     cr_expect_str_eq(row.status, "oom");
-    cr_expect_eq(row.host_ram, 64LL << 30);
+    cr_expect_eq(cpb_row_knob_int(&row, "host_ram_bytes"), 64LL << 30);
     cpb_model_estimate_free(e);
-    o.host_ram = 0;
+    cpb_knobs_set_int(&p.knobs, "host_ram_bytes", 0);
     o.mem_cap = 16LL << 30;
     cr_assert_eq(cpb_model_estimate_new(&p, m, &o, &e, err, sizeof err), CPB_OK, "%s", err);
     cr_expect(strncmp(e->reason, "device memory:", 14) == 0, "%s", e->reason);

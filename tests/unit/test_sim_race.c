@@ -5,19 +5,19 @@
 #include <string.h>
 
 #include "cpb_backend.h"
+#include "registry.h"
 #include "cpb_method.h"
 #include "cpb_presets.h"
-#include "cpb_sim.h"
+#include "sim_layer.h"
 
 static cpb_ctx *sim_ctx(void)
 {
     cpb_ctx_opts o = {0};
-    o.backend = "sim";
-    o.sim_world = 1;
+        o.sim_world = 1;
     o.race_check = 1;
     cpb_ctx *ctx = NULL;
     char err[256];
-    cr_assert_eq(cpb_ctx_create(&o, &ctx, err, sizeof err), CPB_OK, "%s", err);
+    cr_assert_eq(cpb_ctx_create(&cpb_backend_sim, &o, &ctx, err, sizeof err), CPB_OK, "%s", err);
     return ctx;
 }
 
@@ -87,7 +87,7 @@ static cpb_problem small_problem(int C)
     p.C = C;
     p.S = 64 * C;
     p.dtype = CPB_BF16;
-    p.seq_chunk = 16 * C; /* fpdt: 4 chunks */
+    cpb_knobs_set_int(&p.knobs, "seq_chunk", 16 * C); /* fpdt: 4 chunks */
     return p;
 }
 
@@ -100,11 +100,11 @@ Test(sim_race, every_method_passes_without_a_race)
             cpb_problem p = small_problem(C);
             char why[512];
             if (m->check && m->check(&p, why, sizeof why) != CPB_OK) continue; /* refuses this shape */
-            cpb_sim_result r;
+            cpb_row r;
             cpb_sim_opts o = {0};
             cr_assert_eq(cpb_sim_layer(&p, m, &o, &r), CPB_OK, "%s: %s", m->name, r.reason);
-            cr_expect_eq(r.status, CPB_OK, "%s on %d ranks: %s (%s)", m->name, C, cpb_status_name(r.status), r.reason);
-            cr_expect_gt(r.mem.dev.peak, 0, "%s: a peak", m->name);
+            cr_expect_eq(r.code, CPB_OK, "%s on %d ranks: %s (%s)", m->name, C, cpb_status_name(r.code), r.reason);
+            cr_expect_gt(r.peak_bytes, 0, "%s: a peak", m->name);
             cr_expect_gt(r.step_s, 0, "%s: a modelled step time", m->name);
             ran++;
         }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cpb_backend.h"
+#include "registry.h"
 #include "sim/sim_world.h"
 #include "sim/timeline.h"
 
@@ -50,13 +51,12 @@ static void world_open(world *W, int n)
     cr_assert_eq(cpb_sim_world_create(n, &W->w), CPB_OK);
     for (int r = 0; r < n; r++) {
         cpb_ctx_opts o = {0};
-        o.backend = "sim";
-        o.sim_rank = r;
+                o.sim_rank = r;
         o.sim_world = n;
         o.race_check = 1;
         o.backend_shared = W->w;
         char err[256];
-        cr_assert_eq(cpb_ctx_create(&o, &W->ctx[r], err, sizeof err), CPB_OK, "%s", err);
+        cr_assert_eq(cpb_ctx_create(&cpb_backend_sim, &o, &W->ctx[r], err, sizeof err), CPB_OK, "%s", err);
         cr_assert_eq(cpb_rank(W->ctx[r]), r);
         cr_assert_eq(cpb_world_size(W->ctx[r]), n);
         /* timed entries are those issued inside trial/fwd (or trial/bwd) */

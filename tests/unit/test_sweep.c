@@ -186,7 +186,7 @@ static int check_zigzag(const cpb_problem *p, char *why, size_t n)
 }
 static int check_chunked(const cpb_problem *p, char *why, size_t n)
 {
-    int64_t chunk = p->seq_chunk ? p->seq_chunk : 65536;
+    int64_t chunk = cpb_knob_int(p, "seq_chunk") ? cpb_knob_int(p, "seq_chunk") : 65536;
     if (p->S % chunk || p->S < chunk) return snprintf(why, n, "S %% chunk"), 2;
     return 0;
 }
@@ -212,16 +212,19 @@ Test(sweep, granule_from_check)
     cpb_problem p;
     memset(&p, 0, sizeof p);
     p.C = 8;
-    cpb_method m = {.name = "fake"};
+    /* a token-count knob (as fpdt's chunk) is a candidate granule */
+    static const cpb_knob chunk_knob[] = {
+        {.name = "seq_chunk", .type = CPB_KNOB_TOKENS, .def = "0", .arg = "N", .help = "chunk"}, {NULL}};
+    cpb_method m = {.name = "fake", .knobs = chunk_knob};
     m.check = check_zigzag;
     cr_expect_eq(cpb_sweep_granule(&m, &p, 128 * K, 8 * M), 16);
     m.check = check_contiguous;
     cr_expect_eq(cpb_sweep_granule(&m, &p, 128 * K, 8 * M), 8);
     m.check = check_chunked;
     cr_expect_eq(cpb_sweep_granule(&m, &p, 128 * K, 8 * M), 65536);
-    p.seq_chunk = 24576; /* not a power of two times C */
+    cpb_knobs_set_int(&p.knobs, "seq_chunk", 24576); /* not a power of two times C */
     cr_expect_eq(cpb_sweep_granule(&m, &p, 128 * K, 8 * M), 24576);
-    p.seq_chunk = 0;
+    cpb_knobs_set_int(&p.knobs, "seq_chunk", 0);
     m.check = check_never;
     cr_expect_eq(cpb_sweep_granule(&m, &p, 128 * K, 8 * M), 8, "falls back to C");
     m.check = check_chunk_clamped;
@@ -237,23 +240,23 @@ Test(sweep, granule_from_check)
 
 Test(progress, rows_are_aligned_and_durations_readable)
 {
-    cpb_results_row a, b;
-    cpb_results_row_init(&a);
-    CPB_RESULTS_SET(&a, method, "ring");
+    cpb_row a, b;
+    cpb_row_init(&a);
+    CPB_ROW_SET(&a, method, "ring");
     a.seq_len = 131072;
     a.peak_bytes = (int64_t)5 << 30;
     a.step_s = 0.1234;
     a.tokens_per_s_per_gpu = 1234.5;
     a.tflops_per_gpu = 456.7;
     b = a;
-    CPB_RESULTS_SET(&b, method, "offload");
+    CPB_ROW_SET(&b, method, "offload");
     b.seq_len = 8388608;
     char la[256], lb[256], lc[256];
     cpb_progress_format_row(la, sizeof la, &a, "");
     cpb_progress_format_row(lb, sizeof lb, &b, "");
     cr_expect_eq(strlen(la), strlen(lb), "aligned:\n%s\n%s", la, lb);
     cr_expect(strstr(la, "5.00") && strstr(la, "123.4") && strstr(la, "1234.5"), "%s", la);
-    CPB_RESULTS_SET(&b, status, "oom");
+    CPB_ROW_SET(&b, status, "oom");
     cpb_progress_format_row(lc, sizeof lc, &b, "");
     cr_expect(strstr(lc, " oom ") && !strstr(lc, "123.4"), "an OOM row has no time: %s", lc);
     char d[32];
@@ -314,9 +317,9 @@ Test(isolate, killed_child_is_an_error_row_with_the_reason)
     fputs("#!/bin/sh\necho 'cudaMalloc: the driver gave up'\nkill -9 $$\n", f);
     fclose(f);
     chmod(exe, 0755);
-    cpb_results_row tmpl, row;
-    cpb_results_row_init(&tmpl);
-    CPB_RESULTS_SET(&tmpl, method, "ring");
+    cpb_row tmpl, row;
+    cpb_row_init(&tmpl);
+    CPB_ROW_SET(&tmpl, method, "ring");
     tmpl.seq_len = 4096;
     char err[256];
     cr_assert_eq(cpb_isolate_trial(exe, 0, NULL, "ring", 4096, 0, &tmpl, &row, err, sizeof err), CPB_OK);

@@ -174,12 +174,44 @@ static void elementwise()
     check("axpby beta 0 over NaN, then beta -1.25", ref, y, 1e-7);
 }
 
+/* the sum of squares of a strided bf16 view and of an fp32 one, accumulating, on one block
+ * whose threads outnumber the elements of neither (the grid-stride share) */
+static void sumsq()
+{
+    using namespace cpbk_elementwise;
+    const int64_t rows = 37, heads = 5, dim = 24, n = rows * heads * dim;
+    std::vector<float> src(n);
+    std::vector<uint16_t> src16(n);
+    for (int64_t i = 0; i < n; i++) {
+        src[i] = cpb_rand_u(13, i) * 2.0f;
+        src16[i] = cpb_f32_to_bf16(src[i]);
+    }
+    /* heads 1..3 of every row */
+    double ref32 = 0, ref16 = 0;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t h = 1; h < 4; h++)
+            for (int64_t c = 0; c < dim; c++) {
+                double a = src[(r * heads + h) * dim + c], b = cpb_bf16_to_f32(src16[(r * heads + h) * dim + c]);
+                ref32 += a * a;
+                ref16 += b * b;
+            }
+    kview x32 = fview(src.data() + dim, rows, 3, dim, heads * dim, dim);
+    kview x16 = x32;
+    x16.p = src16.data() + dim, x16.bf16 = 1;
+    std::vector<float> out(1, 123.0f);
+    emu_launch(dim3(1), dim3(64), 64 * sizeof(double), [&] { sumsq_kernel(x32, out.data(), 0, rows * 3 * dim); });
+    check("sumsq fp32 head slice (overwrites)", std::vector<double>{ref32}, out, 1e-6);
+    emu_launch(dim3(1), dim3(32), 32 * sizeof(double), [&] { sumsq_kernel(x16, out.data(), 1, rows * 3 * dim); });
+    check("sumsq bf16 head slice, accumulated", std::vector<double>{ref32 + ref16}, out, 1e-6);
+}
+
 int main()
 {
     rope(false);
     rope(true);
     merge_delta();
     elementwise();
+    sumsq();
     printf("ops_emu: %s (%d failure%s)\n", failures ? "FAILED" : "all passed", failures, failures == 1 ? "" : "s");
     return failures ? 1 : 0;
 }

@@ -1,0 +1,376 @@
+/* bench_kernels.c — `cpbench bench-kernels [--out calib.txt] [--seq-start N]
+ * [--seq-stop N] [--iters N]`: what the cuda backend's kernels and links achieve on this
+ * machine, printed and optionally written as a calibration file for the simulator
+ * (driver/gpu_profiles.h lists the keys; docs/cuda.md says how each is measured).
+ *
+ * Everything goes through the runtime API on a cuda context, so the numbers are what a
+ * method's schedule gets.  FLOP counts are the runtime's: causal attention counts the
+ * lower triangle only (forward 4*pairs*d*H, backward 2.5x that).  Under mpirun every rank
+ * measures its own GPU; rank 0 reports, and collectives are measured when world > 1. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cuda_tools.h"
+#include "ranks.h"
+
+typedef struct bench {
+    cpb_ctx *ctx;
+    int rank, world;
+    int iters, warmup;
+    char err[2400];
+} bench;
+
+static double now(bench *b)
+{
+    if (cpb_sync(b->ctx) != CPB_OK) return NAN;
+    return b->ctx->be->clock ? b->ctx->be->clock(b->ctx) : 0.0;
+}
+
+/* One timed region: warmup runs, then up to iters runs (fewer once a second has passed:
+ * the largest attention calls take seconds each).  Returns seconds per run, the slowest
+ * rank's when `collective`, or a negative value on error (message in b->err). */
+typedef int (*bench_fn)(bench *b, void *arg);
+
+static double time_it(bench *b, bench_fn fn, void *arg, int collective)
+{
+    for (int i = 0; i < b->warmup; i++)
+        if (fn(b, arg) != CPB_OK) goto fail;
+    if (collective) cpb_agree_barrier();
+    double t0 = now(b), t1 = t0;
+    int n = 0;
+    while (n < b->iters) {
+        if (fn(b, arg) != CPB_OK) goto fail;
+        n++;
+        if (!collective) {
+            t1 = now(b);
+            if (t1 - t0 > 1.0) break;
+        }
+    }
+    t1 = now(b);
+    if (isnan(t0) || isnan(t1)) goto fail;
+    double per = (t1 - t0) / n;
+    if (collective && b->world > 1) cpb_agree_max_double(&per, 1);
+    return per;
+fail:
+    snprintf(b->err, sizeof b->err, "%s", cpb_errmsg(b->ctx));
+    cpb_clear_error(b->ctx);
+    return -1.0;
+}
+
+/* ---------------------------------------------------------------- attention */
+
+typedef struct attn_arg {
+    cpb_attn_args a;
+    int bwd;
+} attn_arg;
+
+static int run_attn(bench *b, void *arg)
+{
+    attn_arg *x = arg;
+    return x->bwd ? cpb_attn_bwd(b->ctx, 0, &x->a) : cpb_attn_fwd(b->ctx, 0, &x->a);
+}
+
+/* causal, d 128, GQA 32/8 (Llama3-8B's attention), S tokens on one GPU */
+static int bench_attn(bench *b, int64_t S, double *fwd_tf, double *bwd_tf)
+{
+    const int H = 32, G = 8, d = 128;
+    cpb_ctx *c = b->ctx;
+    cpb_buf *q = NULL, *k = NULL, *v = NULL, *o = NULL, *lse = NULL, *dO = NULL, *dq = NULL, *dk = NULL, *dv = NULL;
+    int rc = cpb_alloc(c, &q, S * H * d, CPB_BF16, CPB_TAG_QKV, "q");
+    if (!rc) rc = cpb_alloc(c, &k, S * G * d, CPB_BF16, CPB_TAG_QKV, "k");
+    if (!rc) rc = cpb_alloc(c, &v, S * G * d, CPB_BF16, CPB_TAG_QKV, "v");
+    if (!rc) rc = cpb_alloc(c, &o, S * H * d, CPB_BF16, CPB_TAG_ATTN, "o");
+    if (!rc) rc = cpb_alloc(c, &lse, S * H, CPB_FP32, CPB_TAG_ATTN, "lse");
+    if (!rc) rc = cpb_alloc(c, &dO, S * H * d, CPB_BF16, CPB_TAG_GRAD_ACT, "dO");
+    if (!rc) rc = cpb_alloc(c, &dq, S * H * d, CPB_BF16, CPB_TAG_GRAD_ACT, "dq");
+    if (!rc) rc = cpb_alloc(c, &dk, S * G * d, CPB_BF16, CPB_TAG_GRAD_ACT, "dk");
+    if (!rc) rc = cpb_alloc(c, &dv, S * G * d, CPB_BF16, CPB_TAG_GRAD_ACT, "dv");
+    if (!rc) rc = cpb_fill_random(c, 0, cpb_whole(q), 1, 0, 1.0f);
+    if (!rc) rc = cpb_fill_random(c, 0, cpb_whole(k), 2, 0, 1.0f);
+    if (!rc) rc = cpb_fill_random(c, 0, cpb_whole(v), 3, 0, 1.0f);
+    if (!rc) rc = cpb_fill_random(c, 0, cpb_whole(dO), 4, 0, 1.0f);
+    if (rc) {
+        snprintf(b->err, sizeof b->err, "%s", cpb_errmsg(c));
+        cpb_clear_error(c);
+        cpb_free_all(c);
+        return rc;
+    }
+    attn_arg x;
+    memset(&x, 0, sizeof x);
+    x.a.q = cpb_heads(q, 0, S, H, d, H * d, d);
+    x.a.k = cpb_heads(k, 0, S, G, d, G * d, d);
+    x.a.v = cpb_heads(v, 0, S, G, d, G * d, d);
+    x.a.o = cpb_heads(o, 0, S, H, d, H * d, d);
+    x.a.lse = cpb_lse_view(lse, S, 0, H, 0, S);
+    x.a.causal = 1;
+    x.a.d_o = cpb_heads(dO, 0, S, H, d, H * d, d);
+    x.a.dq = cpb_heads(dq, 0, S, H, d, H * d, d);
+    x.a.dk = cpb_heads(dk, 0, S, G, d, G * d, d);
+    x.a.dv = cpb_heads(dv, 0, S, G, d, G * d, d);
+    double pairs = (double)S * (double)(S + 1) / 2.0;
+    double ff = 4.0 * pairs * d * H;
+    x.bwd = 0;
+    double tf = time_it(b, run_attn, &x, 0);
+    x.bwd = 1;
+    double tb = tf > 0 ? time_it(b, run_attn, &x, 0) : -1.0;
+    cpb_free_all(c);
+    if (tf <= 0 || tb <= 0) return CPB_ERR_BACKEND;
+    *fwd_tf = ff / tf / 1e12;
+    *bwd_tf = 2.5 * ff / tb / 1e12;
+    if (b->rank == 0)
+        printf("attn   S %6lld causal d%d H%d/G%d   fwd %8.2f ms %7.1f TFLOP/s   bwd %8.2f ms %7.1f TFLOP/s\n",
+               (long long)S, d, H, G, tf * 1e3, *fwd_tf, tb * 1e3, *bwd_tf);
+    return CPB_OK;
+}
+
+/* ---------------------------------------------------------------- GEMM */
+
+typedef struct gemm_arg {
+    cpb_view a, b, c;
+    int tb;
+} gemm_arg;
+
+static int run_gemm(bench *b, void *arg)
+{
+    gemm_arg *g = arg;
+    return cpb_gemm(b->ctx, 0, 0, g->tb, 1.0f, g->a, g->b, 0.0f, g->c);
+}
+
+static int bench_gemm(bench *b, int64_t m, int64_t n, int64_t k, int tb, const char *what, double *tflops)
+{
+    cpb_ctx *c = b->ctx;
+    cpb_buf *A = NULL, *B = NULL, *C = NULL;
+    int rc = cpb_alloc(c, &A, m * k, CPB_BF16, CPB_TAG_TEMP, "A");
+    if (!rc) rc = cpb_alloc(c, &B, k * n, CPB_BF16, CPB_TAG_TEMP, "B");
+    if (!rc) rc = cpb_alloc(c, &C, m * n, CPB_BF16, CPB_TAG_TEMP, "C");
+    if (!rc) rc = cpb_fill_random(c, 0, cpb_whole(A), 5, 0, 1.0f);
+    if (!rc) rc = cpb_fill_random(c, 0, cpb_whole(B), 6, 0, 1.0f);
+    if (rc) {
+        snprintf(b->err, sizeof b->err, "%s", cpb_errmsg(c));
+        cpb_clear_error(c);
+        cpb_free_all(c);
+        return rc;
+    }
+    gemm_arg g = {cpb_mat(A, 0, m, k, k), tb ? cpb_mat(B, 0, n, k, k) : cpb_mat(B, 0, k, n, n), cpb_mat(C, 0, m, n, n), tb};
+    double t = time_it(b, run_gemm, &g, 0);
+    cpb_free_all(c);
+    if (t <= 0) return CPB_ERR_BACKEND;
+    *tflops = 2.0 * m * n * k / t / 1e12;
+    if (b->rank == 0)
+        printf("gemm   %-28s m %6lld n %6lld k %6lld   %8.3f ms %7.1f TFLOP/s\n", what, (long long)m, (long long)n,
+               (long long)k, t * 1e3, *tflops);
+    return CPB_OK;
+}
+
+/* ---------------------------------------------------------------- copies */
+
+typedef struct copy_arg {
+    cpb_view dst, src;
+} copy_arg;
+
+static int run_copy(bench *b, void *arg)
+{
+    copy_arg *x = arg;
+    return cpb_copy(b->ctx, 0, x->dst, x->src);
+}
+
+/* device -> device (HBM: read + write), host -> device and device -> host (PCIe) */
+static int bench_copies(bench *b, double *hbm_gbs, double *pcie_gbs)
+{
+    cpb_ctx *c = b->ctx;
+    int64_t n = 256LL << 20; /* 512 MiB of bf16 */
+    cpb_buf *d0 = NULL, *d1 = NULL, *h = NULL;
+    int rc = cpb_alloc(c, &d0, n, CPB_BF16, CPB_TAG_TEMP, "d0");
+    if (!rc) rc = cpb_alloc(c, &d1, n, CPB_BF16, CPB_TAG_TEMP, "d1");
+    if (!rc) rc = cpb_alloc_host(c, &h, n, CPB_BF16, CPB_TAG_FETCH, "pinned");
+    if (!rc) rc = cpb_fill(c, 0, cpb_whole(d0), 1.0f);
+    if (!rc) rc = cpb_fill(c, 0, cpb_whole(d1), 1.0f);
+    if (rc) {
+        snprintf(b->err, sizeof b->err, "%s", cpb_errmsg(c));
+        cpb_clear_error(c);
+        cpb_free_all(c);
+        return rc;
+    }
+    double bytes = (double)n * 2.0;
+    copy_arg dd = {cpb_whole(d1), cpb_whole(d0)}, hd = {cpb_whole(d0), cpb_whole(h)}, dh = {cpb_whole(h), cpb_whole(d1)};
+    double t_dd = time_it(b, run_copy, &dd, 0);
+    double t_hd = t_dd > 0 ? time_it(b, run_copy, &hd, 0) : -1;
+    double t_dh = t_hd > 0 ? time_it(b, run_copy, &dh, 0) : -1;
+    cpb_free_all(c);
+    if (t_dd <= 0 || t_hd <= 0 || t_dh <= 0) return CPB_ERR_BACKEND;
+    *hbm_gbs = 2.0 * bytes / t_dd / 1e9;
+    double h2d = bytes / t_hd / 1e9, d2h = bytes / t_dh / 1e9;
+    *pcie_gbs = 0.5 * (h2d + d2h);
+    if (b->rank == 0)
+        printf("copy   device->device %.0f MiB  %7.1f GB/s (read+write)   host->device %6.1f GB/s   device->host "
+               "%6.1f GB/s (pinned)\n",
+               bytes / 1048576.0, *hbm_gbs, h2d, d2h);
+    return CPB_OK;
+}
+
+/* ---------------------------------------------------------------- collectives */
+
+typedef struct coll_arg {
+    cpb_view send, recv;
+    int sendrecv;
+    int dst, src;
+} coll_arg;
+
+static int run_coll(bench *b, void *arg)
+{
+    coll_arg *x = arg;
+    if (x->sendrecv) return cpb_sendrecv(b->ctx, 0, NULL, x->send, x->dst, x->recv, x->src);
+    return cpb_all_to_all(b->ctx, 0, NULL, x->send, x->recv);
+}
+
+static int bench_colls(bench *b, double *a2a_gbs, double *sr_gbs)
+{
+    cpb_ctx *c = b->ctx;
+    int W = b->world;
+    int64_t n = (128LL << 20) / W * W; /* 256 MiB of bf16 per rank */
+    cpb_buf *s = NULL, *r = NULL;
+    int rc = cpb_alloc(c, &s, n, CPB_BF16, CPB_TAG_A2A, "send");
+    if (!rc) rc = cpb_alloc(c, &r, n, CPB_BF16, CPB_TAG_A2A, "recv");
+    if (!rc) rc = cpb_fill(c, 0, cpb_whole(s), 1.0f);
+    if (rc) {
+        snprintf(b->err, sizeof b->err, "%s", cpb_errmsg(c));
+        cpb_clear_error(c);
+        cpb_free_all(c);
+        return rc;
+    }
+    coll_arg a2a = {cpb_whole(s), cpb_whole(r), 0, 0, 0};
+    coll_arg sr = {cpb_whole(s), cpb_whole(r), 1, (b->rank + 1) % W, (b->rank + W - 1) % W};
+    double bytes = (double)n * 2.0;
+    double ta = time_it(b, run_coll, &a2a, 1);
+    double ts = ta > 0 ? time_it(b, run_coll, &sr, 1) : -1;
+    cpb_free_all(c);
+    if (ta <= 0 || ts <= 0) return CPB_ERR_BACKEND;
+    /* bus bandwidth (nccl-tests): what each rank puts on the wire per second */
+    *a2a_gbs = bytes * (W - 1) / W / ta / 1e9;
+    *sr_gbs = bytes / ts / 1e9;
+    if (b->rank == 0)
+        printf("comm   %d ranks, %.0f MiB per rank   all-to-all %7.1f GB/s busbw   send/recv ring %7.1f GB/s busbw\n", W,
+               bytes / 1048576.0, *a2a_gbs, *sr_gbs);
+    return CPB_OK;
+}
+
+static int write_calibration(const char *path, const char *gpu, int64_t mem, int sms, const double *v, const char *const *keys,
+                             int nkeys, int world)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) return CPB_ERR_IO;
+    time_t t = time(NULL);
+    char date[64];
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
+    fprintf(f, "# cpbench bench-kernels calibration (driver/gpu_profiles.h lists the keys)\n");
+    fprintf(f, "# gpu: %s\n# date: %s\n# ranks: %d\n", gpu, date, world);
+    fprintf(f, "mem_gib = %.3f\n", mem / 1073741824.0);
+    fprintf(f, "num_sms = %d\n", sms);
+    for (int i = 0; i < nkeys; i++)
+        if (v[i] > 0) fprintf(f, "%s = %.2f\n", keys[i], v[i]);
+    return fclose(f) == 0 ? CPB_OK : CPB_ERR_IO;
+}
+
+int cpb_bench_kernels(const cpb_tool_opts *o)
+{
+    const cpb_backend *be = o->be;
+    char err[2048];
+    const int rank0 = cpb_ranks_rank() == 0;
+    if (be->models_time || !be->has_data) {
+        if (rank0)
+            fprintf(stderr, "cpbench bench-kernels: measures a backend's kernels on its clock; the %s backend models "
+                    "time instead (its GPU profiles carry published figures); run it with --backend cuda\n", be->name);
+        return 2;
+    }
+    char why[512] = "";
+    if (be->probe && be->probe(why, sizeof why) <= 0) {
+        if (rank0) fprintf(stderr, "cpbench bench-kernels: no %s device present (%s); nothing to measure\n", be->name, why);
+        return 2;
+    }
+    int64_t s0 = o->seq_start > 0 ? o->seq_start : 4096, s1 = o->seq_stop > 0 ? o->seq_stop : 65536;
+    if (s0 > s1) {
+        if (rank0)
+            fprintf(stderr, "cpbench bench-kernels: --seq-start %lld is above --seq-stop %lld\n", (long long)s0,
+                    (long long)s1);
+        return 2;
+    }
+    bench b;
+    memset(&b, 0, sizeof b);
+    b.iters = o->iters > 0 ? o->iters : 3;
+    b.warmup = o->warmup >= 0 ? o->warmup : 1;
+    cpb_ctx_opts co = o->ctx;
+    co.use_mpi = cpb_ranks_mpi();
+    co.race_check = 0; /* no bookkeeping in the timed loops */
+    if (cpb_ctx_create(be, &co, &b.ctx, err, sizeof err) != CPB_OK) {
+        fprintf(stderr, "cpbench bench-kernels: %s\n", err);
+        return 1;
+    }
+    b.rank = cpb_rank(b.ctx);
+    b.world = cpb_world_size(b.ctx);
+    cpb_device_info di = {"", 0, 0};
+    if (be->device_info) be->device_info(b.ctx, &di);
+    cpb_clear_error(b.ctx);
+    char gpu[256];
+    snprintf(gpu, sizeof gpu, "%s", di.name[0] ? di.name : be->name);
+    int64_t mem = di.total_bytes;
+    int sms = di.num_sms;
+    if (b.rank == 0)
+        printf("cpbench bench-kernels on %s (%.1f GiB, %d SMs), %d rank%s\n", gpu, mem / 1073741824.0, sms, b.world,
+               b.world == 1 ? "" : "s");
+
+    enum { K_FWD, K_BWD, K_GEMM, K_HBM, K_PCIE, K_A2A, K_SR, K_N };
+    static const char *const keys[K_N] = {"attn_fwd_tflops", "attn_bwd_tflops", "gemm_tflops", "hbm_gbs",
+                                          "pcie_gbs",        "a2a_busbw_gbs",   "sendrecv_busbw_gbs"};
+    double v[K_N] = {0};
+    int failed = 0;
+    for (int64_t S = s0; S <= s1; S *= 2) {
+        double f = 0, bw = 0;
+        if (bench_attn(&b, S, &f, &bw) != CPB_OK) {
+            fprintf(stderr, "[%d] attention S %lld: %s\n", b.rank, (long long)S, b.err);
+            failed = 1;
+            break;
+        }
+        /* the calibration takes the best large call: the efficiency ceiling */
+        if (f > v[K_FWD]) v[K_FWD] = f;
+        if (bw > v[K_BWD]) v[K_BWD] = bw;
+    }
+    /* square, and Llama3-8B's fused q/k/v projection at 16K tokens (D 4096 -> 6144) */
+    const struct {
+        int64_t m, n, k;
+        int tb;
+        const char *what;
+    } gemms[] = {{8192, 8192, 8192, 0, "square"}, {16384, 6144, 4096, 0, "x Wqkv (llama3-8b, 16K)"},
+                 {4096, 4096, 16384, 1, "dW-like, B transposed"}};
+    for (size_t i = 0; i < sizeof gemms / sizeof gemms[0]; i++) {
+        double t = 0;
+        if (bench_gemm(&b, gemms[i].m, gemms[i].n, gemms[i].k, gemms[i].tb, gemms[i].what, &t) != CPB_OK) {
+            fprintf(stderr, "[%d] gemm %s: %s\n", b.rank, gemms[i].what, b.err);
+            failed = 1;
+        } else if (t > v[K_GEMM]) {
+            v[K_GEMM] = t;
+        }
+    }
+    if (bench_copies(&b, &v[K_HBM], &v[K_PCIE]) != CPB_OK) {
+        fprintf(stderr, "[%d] copies: %s\n", b.rank, b.err);
+        failed = 1;
+    }
+    if (b.world > 1 && bench_colls(&b, &v[K_A2A], &v[K_SR]) != CPB_OK) {
+        fprintf(stderr, "[%d] collectives: %s\n", b.rank, b.err);
+        failed = 1;
+    }
+    int rc = failed ? 1 : 0;
+    if (b.rank == 0 && o->out) {
+        if (write_calibration(o->out, gpu, mem, sms, v, keys, K_N, b.world) != CPB_OK) {
+            fprintf(stderr, "cpbench bench-kernels: cannot write %s\n", o->out);
+            rc = 1;
+        } else {
+            printf("calibration written to %s (use: cpbench run --backend sim --calibration %s ...)\n", o->out,
+                   o->out);
+        }
+    }
+    cpb_ctx_destroy(b.ctx);
+    return rc;
+}

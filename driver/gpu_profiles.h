@@ -1,0 +1,80 @@
+/* gpu_profiles.h — GPU profiles of the simulator: memory, compute, links (driver/
+ * gpu_profiles.c gives every constant with its source) and the calibration file that
+ * overrides them with values measured on a real GPU.
+ *
+ * Calibration file: plain text, one `key = value` per line, `#` starts a comment, blank
+ * lines ignored; unknown keys and malformed values are errors (named with the line).
+ * `cpbench bench-kernels` writes one; any subset of keys may be given.  Keys:
+ *
+ *   key                  unit      meaning
+ *   attn_fwd_tflops      TFLOP/s   attention forward on a large causal call (sets the
+ *                                  efficiency ceiling: attn_fwd_tflops / peak_tflops)
+ *   attn_bwd_tflops      TFLOP/s   attention backward, likewise
+ *   attn_fwd_k_half      tokens    keys per query row at which forward reaches half its
+ *                                  ceiling (the shape of the small-call penalty)
+ *   attn_bwd_k_half      tokens    the same for the backward
+ *   gemm_tflops          TFLOP/s   bf16 GEMM on a large call (sets gemm efficiency)
+ *   gemm_k_half          elements  GEMM reduction depth at half efficiency
+ *   peak_tflops          TFLOP/s   dense bf16 peak
+ *   num_sms              count     streaming multiprocessors
+ *   hbm_gbs              GB/s      achieved HBM bandwidth of streaming kernels
+ *   a2a_busbw_gbs        GB/s      NCCL all-to-all bus bandwidth inside a node
+ *   sendrecv_busbw_gbs   GB/s      NCCL send/recv bus bandwidth inside a node
+ *   coll_busbw_gbs       GB/s      all-gather / reduce-scatter / all-reduce bus bandwidth
+ *   inter_busbw_gbs      GB/s      per-GPU bus bandwidth across nodes
+ *   pcie_gbs             GB/s      pinned host<->device copy, one GPU, one direction
+ *   pcie_node_gbs        GB/s      all GPUs of a node together, one direction
+ *   pcie_pageable_gbs    GB/s      a pageable (not pinned) copy, one GPU, one direction
+ *   host_fill_gbs        GB/s      a host thread filling pinned memory (CPU memset)
+ *   launch_us            us        kernel launch overhead
+ *   coll_lat_us          us        collective latency inside a node
+ *   inter_lat_us         us        collective latency across nodes
+ *   mem_gib              GiB       device memory as the driver reports it
+ *   reserve_gib          GiB       not available to the tracked allocator (CUDA context,
+ *                                  NCCL buffers, library workspaces)
+ *   host_mem_gib         GiB       host memory per node (also --host-ram)
+ *   gpus_per_node        count     GPUs per node
+ *   (GB = 1e9 bytes; GiB = 2^30 bytes.)
+ */
+#ifndef CPB_GPU_PROFILES_H
+#define CPB_GPU_PROFILES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sim/sim_hw.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cpb_gpu_profile {
+    char name[32];
+    const char *description;
+    int64_t mem_bytes;      /* device memory as the driver reports it */
+    int64_t reserve_bytes;  /* CUDA context + NCCL + library workspaces */
+    int64_t host_node_bytes;/* host memory of one node */
+    cpb_sim_hw hw;          /* the timing model's parameters */
+} cpb_gpu_profile;
+
+#define CPB_GPU_DEFAULT "h100-sxm"
+
+/* Fill *out with profile `name` (NULL or "" = the default).  Unknown name:
+ * CPB_ERR_INVALID with a message listing the valid ones. */
+int cpb_gpu_profile_get(const char *name, cpb_gpu_profile *out, char *err, size_t err_len);
+/* Override constants from a calibration file (format above).  CPB_ERR_IO when it cannot
+ * be read, CPB_ERR_INVALID for a bad line. */
+int cpb_gpu_profile_calibrate(cpb_gpu_profile *p, const char *path, char *err, size_t err_len);
+/* device bytes a trial may use: memory minus the reserve */
+int64_t cpb_gpu_profile_usable(const cpb_gpu_profile *p);
+/* host bytes per GPU: the node's host memory shared by its GPUs */
+int64_t cpb_gpu_profile_host_per_gpu(const cpb_gpu_profile *p);
+/* "h100-sxm, h200, a100-80g, a100-40g" */
+const char *cpb_gpu_profile_names(void);
+int cpb_gpu_profile_count(void);
+const char *cpb_gpu_profile_name_at(int i);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

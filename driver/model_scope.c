@@ -1,0 +1,348 @@
+/* model_scope.c — the whole-model estimate (model_scope.h).  Every assumption is stated
+ * where it is used and collected in docs/simulator.md.  Nothing is fitted to the published
+ * throughput or maximum-length tables. */
+#include "model_scope.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_profiles.h"
+#include "sim/timeline.h"
+
+#define BF16 2
+#define FP32 4
+
+const char *cpb_model_moment_name(int moment)
+{
+    static const char *const n[CPB_MOMENT_COUNT] = {"attention backward", "MLP backward", "loss"};
+    return moment >= 0 && moment < CPB_MOMENT_COUNT ? n[moment] : "?";
+}
+
+typedef struct shape {
+    double S, s, C, D, H, G, d, F, V, L;
+    double p_attn, p_mlp, p_norm, p_layer, p_embed, p_head, p_total;
+} shape;
+
+static shape shape_of(const cpb_problem *p, const cpb_model_spec *sp)
+{
+    shape x;
+    x.S = (double)p->S;
+    x.C = p->C;
+    x.s = x.S / x.C;
+    x.D = (double)p->D;
+    x.H = p->H;
+    x.G = p->G;
+    x.d = p->d;
+    x.F = (double)sp->ffn;
+    x.V = (double)sp->vocab;
+    x.L = sp->layers;
+    x.p_attn = x.D * (x.H + 2 * x.G) * x.d + x.H * x.d * x.D;
+    x.p_mlp = 3 * x.D * x.F; /* SwiGLU: gate, up [D, F], down [F, D] */
+    x.p_norm = 2 * x.D;      /* two RMSNorm weights per layer */
+    x.p_layer = x.p_attn + x.p_mlp + x.p_norm;
+    x.p_embed = x.V * x.D;
+    x.p_head = sp->tied ? 0 : x.V * x.D;
+    x.p_total = x.L * x.p_layer + x.p_embed + x.p_head + x.D; /* + final norm */
+    return x;
+}
+
+static void sum(cpb_model_mem *m)
+{
+    m->total = m->states + m->gathered + m->comm + m->attn_fixed + m->attn_act + m->ckpt + m->residual + m->work;
+}
+
+cpb_model_buckets cpb_model_mem_buckets(const cpb_model_mem *m)
+{
+    cpb_model_buckets b;
+    b.model = m->states;
+    b.attn_act = m->attn_act;
+    b.other = m->total - m->states - m->attn_act;
+    return b;
+}
+
+/* tokens of one MLP tile */
+static double mlp_tile(const cpb_framework *f, const shape *x, const cpb_problem *p)
+{
+    double T = x->D; /* TiledMLP: tiles of D tokens (Arctic Long Sequence Training's default) */
+    if (f->mlp_tile == CPB_MLP_TILE_FPDT) {
+        /* Megatron-DeepSpeed: fpdt_FFN_chunk_size = FPDT chunk / sequence-parallel size / 2 */
+        double chunk = cpb_knob_int(p, "seq_chunk") > 0 ? (double)cpb_knob_int(p, "seq_chunk") : 65536.0;
+        T = chunk / x->C / 2;
+    }
+    return x->s < T ? x->s : T;
+}
+
+/* tokens of one loss chunk */
+static double loss_chunk(const cpb_framework *f, const shape *x)
+{
+    /* FPDT_LogitsLoss (gpt_model.py): s / (65536 / C / 32) chunks of the local sequence,
+     * i.e. 65536 / C / 32 tokens each (256 on 8 GPUs) */
+    if (f->loss == CPB_LOSS_FPDT_CHUNKED) return fmax(1.0, floor(65536.0 / x->C / 32));
+    /* Liger's fused linear cross-entropy: chunks of c tokens with c*V ~ s*D */
+    return fmax(1.0, ceil(x->s * x->D / x->V));
+}
+
+/* parameters gathered ahead of the current layer, and gradient elements in flight in the
+ * reduce-scatter buffer */
+static double prefetch_params(const cpb_framework *f, const shape *x)
+{
+    return f->prefetch_layers * x->p_layer + f->prefetch_params;
+}
+
+static double rs_elems(const cpb_framework *f, const shape *x)
+{
+    return f->rs_layers * x->p_layer + f->rs_params;
+}
+
+/* Memory per GPU at the three candidate peaks of a training step. */
+static void memory(cpb_model_estimate *e, const shape *x)
+{
+    const cpb_framework *f = e->fw;
+    const cpb_row *t = &e->attn;
+    const double sD = x->s * x->D;
+    /* sharded states: the framework's bytes per parameter over the C GPUs */
+    int64_t states = (int64_t)(f->state_bytes * x->p_total / x->C);
+    /* full activation checkpointing: each layer's input [s, D] bf16; the framework keeps
+     * some on the device and offloads the rest to host memory */
+    int64_t ckpt = (int64_t)(f->ckpt_device_layers * sD * BF16);
+    /* The layer's own [s, D] buffers in the trace (trial.c allocates x, y, dy, dx in the
+     * storage dtype).  In the model the attention output y is consumed by the residual add
+     * h = r + y and freed at once, and dy is the residual gradient dh itself (h = r + y
+     * gives dy = dh): so y is not live in a backward, and dy needs no buffer of its own. */
+    const int64_t sdb = (int64_t)(sD * (double)cpb_dtype_size(e->p.dtype));
+    int64_t attn_fixed = t->at_peak_bytes[CPB_TAG_WEIGHTS] + t->at_peak_bytes[CPB_TAG_GRADS];
+    /* the framework's communication buffers: the gradients in flight to their
+     * reduce-scatter (FSDP2: the previous layer's, in reduce_dtype; ZeRO-3: its bucket) */
+    int64_t comm = (int64_t)(rs_elems(f, x) * f->grad_reduce_bytes);
+    /* the current layer's MLP and norm parameters and what is gathered ahead (compute
+     * dtype; the attention weights are in the trace) */
+    int64_t params = (int64_t)(((x->p_mlp + x->p_norm) + prefetch_params(f, x)) * BF16);
+    /* unsharded MLP gradients held until the layer's reduce-scatter (FSDP2); ZeRO-3 moves
+     * each gradient into its bucket as it is produced */
+    int64_t mlp_grads = f->rs_params > 0 ? 0 : (int64_t)(x->p_mlp * f->grad_compute_bytes);
+
+    /* A: attention backward of a middle layer (after its recomputed forward and its MLP
+     * backward) */
+    cpb_model_mem *a = &e->moment[CPB_MOMENT_ATTN_BWD];
+    a->states = states;
+    a->gathered = params + mlp_grads;
+    a->comm = comm;
+    a->attn_fixed = attn_fixed;
+    a->attn_act = t->peak_bytes - attn_fixed - t->at_peak_bytes[CPB_TAG_Y];
+    a->ckpt = ckpt;
+    /* the layer's input r, fetched back from the host (its norm's backward needs it), and
+     * the input of the next layer to process, prefetched while this one runs */
+    a->residual = (int64_t)(2 * sD * BF16);
+    a->work = 0;
+    sum(a);
+
+    /* B: MLP backward of the same layer: the attention's saved state from the recomputed
+     * forward is live, and one MLP tile's working set */
+    cpb_model_mem *b = &e->moment[CPB_MOMENT_MLP_BWD];
+    double T = mlp_tile(f, x, &e->p);
+    b->states = states;
+    /* the same parameters; the MLP gradients being produced, or FPDT_FFN's fp32
+     * accumulators of them */
+    b->gathered = params + (f->mlp_fp32_grads ? (int64_t)(x->p_mlp * FP32) : mlp_grads);
+    b->comm = comm;
+    b->attn_fixed = attn_fixed;
+    /* the attention's saved state at the end of its forward, less y (freed after the
+     * residual add) and dx (not yet produced; the trial allocates it up front) */
+    b->attn_act = t->fwd.live_end - attn_fixed - 2 * sdb;
+    if (b->attn_act < 0) b->attn_act = 0;
+    b->ckpt = ckpt;
+    /* r, h = r + y (its norm's backward needs it) and the prefetched next input */
+    b->residual = (int64_t)(3 * sD * BF16);
+    b->work = (int64_t)(f->mlp_tile_buffers * T * x->F * BF16);
+    sum(b);
+
+    /* C: the loss.  The LM head gathered (compute dtype) with its gradient; the final
+     * hidden state and its gradient [s, D]. */
+    cpb_model_mem *c = &e->moment[CPB_MOMENT_LOSS];
+    double head = x->p_head > 0 ? x->p_head : x->p_embed, cl = loss_chunk(f, x);
+    c->states = states;
+    c->comm = comm;
+    c->attn_fixed = 0;
+    c->attn_act = 0;
+    c->ckpt = ckpt;
+    c->residual = (int64_t)(2 * sD * BF16);
+    if (f->loss == CPB_LOSS_FPDT_CHUNKED) {
+        /* FPDT_LogitsLoss: an fp32 grad_logit_weights [V, D]; per chunk the fp32 logits,
+         * softmax and its gradient; the per-chunk grad_lm_output list and its torch.cat
+         * (two [s, D]) */
+        c->gathered = (int64_t)(head * BF16 + head * FP32);
+        c->work = (int64_t)(3 * cl * x->V * FP32 + 2 * sD * BF16);
+    } else {
+        /* Liger's fused linear cross-entropy: fp32 logits and their gradient of one chunk */
+        c->gathered = (int64_t)(head * BF16 + head * f->grad_compute_bytes);
+        c->work = (int64_t)(2 * cl * x->V * FP32);
+    }
+    sum(c);
+
+    e->peak_moment = 0;
+    for (int k = 1; k < CPB_MOMENT_COUNT; k++)
+        if (e->moment[k].total > e->moment[e->peak_moment].total) e->peak_moment = k;
+    /* host: the offloaded checkpoints, what the method itself keeps on the host, and
+     * FPDT_LogitsLoss's lm_output.to('cpu') */
+    e->host_bytes = (int64_t)((x->L - f->ckpt_device_layers) * sD * BF16) + t->host_peak_bytes;
+    if (f->loss == CPB_LOSS_FPDT_CHUNKED) e->host_bytes += (int64_t)(sD * BF16);
+}
+
+/* one GPU's host<->device bandwidth for a copy every GPU of the node makes at once:
+ * pinned (the node's links shared) or pageable (staged by the CPU) */
+static double host_copy_bw(const cpb_sim_hw *hw, const shape *x, int pageable)
+{
+    int gpn = hw->gpus_per_node > 0 ? hw->gpus_per_node : 8;
+    double sharing = x->C < gpn ? x->C : gpn;
+    double bw = hw->pcie_node_bw / sharing < hw->pcie_gpu_bw ? hw->pcie_node_bw / sharing : hw->pcie_gpu_bw;
+    if (pageable && hw->pcie_pageable_bw > 0 && hw->pcie_pageable_bw < bw) bw = hw->pcie_pageable_bw;
+    return bw;
+}
+
+/* Time per step on one GPU. */
+static void timing(cpb_model_estimate *e, const shape *x, const cpb_sim_hw *hw)
+{
+    const cpb_framework *f = e->fw;
+    const double sD = x->s * x->D;
+    /* attention: the layer trial's forward and backward from the timing model; the
+     * checkpointed forward runs twice (forward, recompute before backward) */
+    e->attn_layer_s = 2 * e->attn.fwd_s + e->attn.bwd_s;
+    /* MLP: 3 GEMMs of 2*s*D*F FLOPs per forward-equivalent at the GEMM efficiency of one
+     * tile (T x F x D); the framework's number of forward-equivalents */
+    double T = mlp_tile(f, x, &e->p);
+    double eff = cpb_sim_gemm_eff(hw, (int64_t)T, (int64_t)x->F, (int64_t)x->D, 1);
+    double mlp_fwd = 3 * 2 * x->s * x->D * x->F / (hw->peak_flops * eff);
+    e->mlp_layer_s = f->mlp_passes * mlp_fwd;
+    /* two RMSNorms (read + write [s, D]) and two residual adds (two reads, one write) per
+     * pass, HBM bound; passes: forward, recompute, backward counted twice */
+    e->norm_layer_s = 4 * (2 * 2 + 2 * 3) * sD * BF16 / hw->hbm_bw;
+    /* parameter traffic: FSDP2 all-gathers the bf16 layer for the forward and once more
+     * for the recompute and backward (reshard after forward), then reduce-scatters the
+     * gradients in reduce_dtype; ZeRO-3 gathers for the forward, the recompute and the
+     * backward separately (it releases each module's parameters after use).  Bus bytes
+     * (C-1)/C of the full size; network bandwidth when C spans nodes */
+    int gpn = hw->gpus_per_node > 0 ? hw->gpus_per_node : 8;
+    double bw = x->C > gpn ? hw->inter_busbw : hw->coll_busbw;
+    double lat = x->C > gpn ? hw->inter_lat : hw->coll_lat;
+    double gathers = f->rs_params > 0 ? 3 : 2;
+    e->fsdp_layer_s = x->C > 1 ? (gathers * BF16 + f->grad_reduce_bytes) * x->p_layer * (x->C - 1) / x->C / bw +
+                                     (gathers + 1) * lat
+                               : 0;
+    /* checkpoint offload: [s, D] bf16 to the host in the forward and back in the backward
+     * for every offloaded layer, while every GPU of the node does the same; pageable above
+     * the framework's pinning limit */
+    e->ckpt_pageable = f->pin_max_tokens <= 0 || e->p.S > f->pin_max_tokens;
+    double offloaded = (x->L - f->ckpt_device_layers) / x->L;
+    e->ckpt_layer_s = offloaded > 0 ? offloaded * 2 * sD * BF16 / host_copy_bw(hw, x, e->ckpt_pageable) : 0;
+    /* The checkpoint copies of save_on_cpu / DeepSpeed's checkpoint_in_cpu run on the
+     * compute stream: they add to the layer's compute.  Parameter traffic has its own
+     * streams and overlaps (contention with the method's own all-to-all not modelled). */
+    double compute = e->attn_layer_s + e->mlp_layer_s + e->norm_layer_s;
+    if (f->ckpt_blocking) compute += e->ckpt_layer_s;
+    e->layer_s = compute;
+    if (e->fsdp_layer_s > e->layer_s) e->layer_s = e->fsdp_layer_s;
+    if (!f->ckpt_blocking && e->ckpt_layer_s > e->layer_s) e->layer_s = e->ckpt_layer_s;
+    /* LM head: forward 2*s*D*V, backward (dX and dW) twice that, in chunks of the loss */
+    double chunk = loss_chunk(f, x);
+    double head_eff = cpb_sim_gemm_eff(hw, (int64_t)chunk, (int64_t)x->V, (int64_t)x->D, 1);
+    double head_flops = 3 * 2 * x->s * x->D * x->V;
+    if (f->loss == CPB_LOSS_FPDT_CHUNKED) head_flops += 2 * x->s * x->D * x->V; /* its backward recomputes the logits */
+    e->head_s = head_flops / (hw->peak_flops * head_eff);
+    /* the loss's element-wise passes over the fp32 logits [s, V]: Liger's fused kernel
+     * writes them and reads and rewrites them as the gradient (12 bytes per logit);
+     * FPDT_LogitsLoss runs .float(), softmax, log and nll forward and recomputes the
+     * softmax, subtracts, scales and casts backward (~54 bytes per logit), and copies the
+     * final hidden state to the host (pageable .to('cpu')) and back chunk by chunk */
+    if (f->loss == CPB_LOSS_FPDT_CHUNKED)
+        e->loss_s = 54 * x->s * x->V / hw->hbm_bw + 2 * sD * BF16 / host_copy_bw(hw, x, 1);
+    else
+        e->loss_s = 12 * x->s * x->V / hw->hbm_bw;
+    /* the optimizer over this GPU's shard, HBM bound */
+    e->optimizer_s = f->optimizer_bytes * x->p_total / x->C / hw->hbm_bw;
+    e->step_s = x->L * e->layer_s + e->head_s + e->loss_s + e->optimizer_s;
+    /* model FLOPs without the recomputation (the usual MFU convention): per layer the
+     * attention layer's FLOPs of DESIGN section 6 plus the MLP's 3 x (2 S D F) x 3, plus
+     * the head's 3 x 2 S D V */
+    double af, ab;
+    cpb_layer_model_flops(&e->p, &af, &ab);
+    double total = x->L * (af + ab + 3 * 3 * 2 * x->S * x->D * x->F) + 3 * 2 * x->S * x->D * x->V;
+    e->model_flops = total;
+}
+
+int cpb_model_estimate_new(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts *o,
+                           cpb_model_estimate **out, char *err, size_t err_len)
+{
+    *out = NULL;
+    cpb_sim_opts defaults = {0};
+    if (!o) o = &defaults;
+    const cpb_model_spec *sp = cpb_model_spec_find(p->model);
+    if (!sp) {
+        snprintf(err, err_len, "--scope model needs a model preset with its layers, MLP and vocabulary "
+                               "(llama3-8b, qwen3-32b, llama3-70b, llama2-7b, tiny); '%s' has none",
+                 p->model[0] ? p->model : "(custom shape)");
+        return CPB_ERR_INVALID;
+    }
+    const char *fw_name = cpb_knob_str(p, "framework");
+    const cpb_framework *fw = cpb_framework_find(fw_name);
+    if (!fw) {
+        snprintf(err, err_len, "--framework: unknown training setup '%s' (valid: %s)", fw_name,
+                 cpb_framework_names());
+        return CPB_ERR_INVALID;
+    }
+    cpb_gpu_profile prof;
+    int prc = cpb_sim_profile(o, p, &prof, err, err_len);
+    if (prc != CPB_OK) return prc;
+    cpb_model_estimate *e = calloc(1, sizeof *e);
+    if (!e) {
+        snprintf(err, err_len, "out of host memory");
+        return CPB_ERR_NOMEM_HOST;
+    }
+    e->p = *p;
+    e->spec = sp;
+    e->fw = fw;
+    e->m = m;
+    snprintf(e->gpu, sizeof e->gpu, "%s", prof.name);
+    e->capacity = o->mem_cap > 0 ? o->mem_cap : cpb_gpu_profile_usable(&prof);
+    e->host_capacity = o->host_mem_cap > 0 ? o->host_mem_cap : cpb_gpu_profile_host_per_gpu(&prof);
+    /* trace the attention layer without a capacity, so its full peak is known even when
+     * the model does not fit; the capacity is checked on the model's total below */
+    cpb_sim_opts so = *o;
+    so.mem_cap = (int64_t)1 << 60;
+    so.host_mem_cap = (int64_t)1 << 60;
+    int rc = cpb_sim_layer(p, m, &so, &e->attn);
+    if (rc != CPB_OK) {
+        snprintf(err, err_len, "%s", e->attn.reason);
+        free(e);
+        return rc;
+    }
+    if (e->attn.code != CPB_OK) {
+        e->status = e->attn.code;
+        snprintf(e->reason, sizeof e->reason, "attention layer: %s", e->attn.reason);
+        *out = e;
+        return CPB_OK;
+    }
+    shape x = shape_of(p, sp);
+    e->params = x.p_total;
+    memory(e, &x);
+    timing(e, &x, &prof.hw);
+    const cpb_model_mem *pk = &e->moment[e->peak_moment];
+    /* the reason names what bounds the run: device memory or host memory */
+    if (pk->total > e->capacity) {
+        e->status = CPB_ERR_OOM;
+        snprintf(e->reason, sizeof e->reason, "device memory: needs %.2f GiB per GPU at the %s peak, %.2f GiB usable",
+                 pk->total / 1073741824.0, cpb_model_moment_name(e->peak_moment), e->capacity / 1073741824.0);
+    } else if (e->host_bytes > e->host_capacity) {
+        e->status = CPB_ERR_NOMEM_HOST;
+        snprintf(e->reason, sizeof e->reason, "host memory: needs %.2f GiB per GPU for offloaded checkpoints%s, "
+                 "%.2f GiB available (node host memory / GPUs per node; --host-ram)", e->host_bytes / 1073741824.0,
+                 e->attn.host_peak_bytes ? " and the method's host buffers" : "", e->host_capacity / 1073741824.0);
+    }
+    *out = e;
+    return CPB_OK;
+}
+
+void cpb_model_estimate_free(cpb_model_estimate *e)
+{
+    free(e);
+}

@@ -1,0 +1,141 @@
+/* model_scope.h — `--scope model`: a first-principles estimate of training the whole model
+ * with one context-parallel method for its attention layers (docs/simulator.md lists every
+ * assumption; model_scope.c states each in place).
+ *
+ * Everything around the attention layer follows a training setup, `--framework`
+ * (cpb_framework: TorchTitan FSDP2 by default, or Megatron-DeepSpeed ZeRO-3).  Memory per
+ * GPU: the sharded model states, the gathered layer(s) and gradient buffers, the
+ * reduce-scatter buffer in flight, the checkpointed layer inputs kept on the device, the
+ * residual-stream buffers, the MLP tile and the loss chunk, plus the attention layer's
+ * traced peak for the method (cpb_sim_layer); reported in the paper's three buckets.  Time
+ * per step: per layer a forward, a recomputed forward and a backward of attention (timing
+ * model) and of the MLP (FLOPs), checkpoint copies on the compute stream, parameter
+ * traffic overlapped, the LM head, the loss and the optimizer step. */
+#ifndef CPB_MODEL_SCOPE_H
+#define CPB_MODEL_SCOPE_H
+
+#include <stdio.h>
+
+#include "row.h"
+#include "sim_layer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* what the model adds to the attention shape of its preset */
+typedef struct cpb_model_spec {
+    const char *name;   /* preset name */
+    int layers;
+    int64_t ffn;        /* MLP intermediate size (SwiGLU: gate, up, down) */
+    int64_t vocab;
+    int tied;           /* 1: the LM head shares the embedding matrix */
+    const char *source;
+} cpb_model_spec;
+
+/* the spec of preset `name`, NULL when the preset has none */
+const cpb_model_spec *cpb_model_spec_find(const char *name);
+
+/* How the MLP is tiled over the sequence, and which loss implementation runs. */
+enum { CPB_MLP_TILE_HIDDEN = 0, /* tiles of D tokens (TiledMLP) */
+       CPB_MLP_TILE_FPDT };     /* tiles of FPDT chunk / C / 2 tokens (FPDT_FFN) */
+enum { CPB_LOSS_FUSED_LINEAR_CE = 0, /* Liger: chunks of c tokens with c*V ~ s*D */
+       CPB_LOSS_FPDT_CHUNKED };     /* FPDT_LogitsLoss: chunks of 256 tokens, fp32 logits */
+
+/* The training setup around the attention layer (`--framework`; model_scope_framework.c
+ * gives every value its source). */
+typedef struct cpb_framework {
+    const char *name, *summary, *source;
+    double state_bytes;      /* sharded model states per parameter */
+    double optimizer_bytes;  /* bytes the optimizer step reads and writes per parameter */
+    int grad_reduce_bytes;   /* dtype of the gradient reduce-scatter */
+    int grad_compute_bytes;  /* dtype autograd produces unsharded gradients in */
+    double prefetch_layers;  /* layers gathered ahead of the current one ... */
+    double prefetch_params;  /* ... or parameters gathered ahead (a bucket) */
+    double rs_layers;        /* layers' gradients in flight in the reduce-scatter buffer ... */
+    double rs_params;        /* ... or elements of a gradient bucket */
+    int ckpt_device_layers;  /* checkpointed layer inputs kept on the device */
+    int ckpt_blocking;       /* checkpoint copies run on the compute stream */
+    int64_t pin_max_tokens;  /* checkpoint copies pinned up to this length (0: pageable) */
+    int mlp_tile;            /* CPB_MLP_TILE_* */
+    double mlp_passes;       /* MLP forward-equivalents per step (3 GEMMs each) */
+    int mlp_tile_buffers;    /* [T, F] storage-dtype buffers of one tile's backward */
+    int mlp_fp32_grads;      /* 1: fp32 accumulators of the MLP weight gradients */
+    int loss;                /* CPB_LOSS_* */
+} cpb_framework;
+
+/* `name` (NULL or "" = torchtitan, the default); NULL when unknown */
+const cpb_framework *cpb_framework_find(const char *name);
+/* The model scope's knobs (knobs.h): --framework, the training setup, a column of every
+ * model-scope row */
+extern const cpb_knob cpb_model_scope_knobs[];
+/* "torchtitan, deepspeed" */
+const char *cpb_framework_names(void);
+
+enum { CPB_MOMENT_ATTN_BWD = 0, CPB_MOMENT_MLP_BWD, CPB_MOMENT_LOSS, CPB_MOMENT_COUNT };
+const char *cpb_model_moment_name(int moment);
+
+typedef struct cpb_model_mem {
+    int64_t states;     /* sharded params, grads and optimizer states (framework's bytes) */
+    int64_t gathered;   /* gathered params and unsharded grads beyond the attention trace's */
+    int64_t comm;       /* the gradient reduce-scatter buffer in flight */
+    int64_t attn_fixed; /* the attention trace's weights and weight gradients */
+    int64_t attn_act;   /* the attention trace's activations (x, y, dy, dx, intermediates) */
+    int64_t ckpt;       /* checkpointed layer inputs kept on the device */
+    int64_t residual;   /* residual-stream buffers of the layer being recomputed */
+    int64_t work;       /* MLP tile or cross-entropy chunk */
+    int64_t total;
+} cpb_model_mem;
+
+/* The three buckets of the paper's memory figures: the sharded model states; what the
+ * attention layer's forward and backward hold; everything else at that moment. */
+typedef struct cpb_model_buckets {
+    int64_t model, attn_act, other;
+} cpb_model_buckets;
+cpb_model_buckets cpb_model_mem_buckets(const cpb_model_mem *m);
+
+typedef struct cpb_model_estimate {
+    cpb_problem p;
+    const cpb_model_spec *spec;
+    const cpb_framework *fw;
+    const cpb_method *m;
+    char gpu[32];
+    int status;                     /* CPB_OK, CPB_ERR_OOM (device), CPB_ERR_NOMEM_HOST, or the
+                                       attention trial's failure */
+    char reason[1024];
+    double params;                  /* parameter count */
+    cpb_model_mem moment[CPB_MOMENT_COUNT];
+    int peak_moment;
+    int64_t capacity;               /* usable device bytes */
+    int64_t host_bytes, host_capacity; /* host bytes per GPU (checkpoints + method) */
+    int ckpt_pageable;              /* checkpoint copies are pageable (not pinned) */
+    /* time per step, seconds */
+    double attn_layer_s;            /* forward + recomputed forward + backward */
+    double mlp_layer_s, norm_layer_s, fsdp_layer_s, ckpt_layer_s, layer_s;
+    double loss_s;                  /* the loss's element-wise passes and copies */
+    double head_s, optimizer_s, step_s;
+    double model_flops;             /* per step, without the recomputation (cpb_row_rates) */
+    cpb_row attn;                   /* the attention layer on the simulator */
+} cpb_model_estimate;
+
+/* Estimate method m on p (p->model must name a preset with a spec).  Returns CPB_OK when
+ * an estimate was made (it may say OOM: e->status), or an error for bad input with err
+ * set.  *out is malloc'd: release it with cpb_model_estimate_free. */
+int cpb_model_estimate_new(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts *o,
+                           cpb_model_estimate **out, char *err, size_t err_len);
+void cpb_model_estimate_free(cpb_model_estimate *e);
+
+/* The largest S in [start, stop] (multiples of the method's granule, doubling then
+ * bisecting to `step`) whose estimate fits; 0 when none does.  *evals counts estimates. */
+int cpb_model_max_context(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts *o,
+                          int64_t start, int64_t stop, int64_t step, int64_t *best, int *evals,
+                          char *err, size_t err_len);
+
+void cpb_model_estimate_print(FILE *f, const cpb_model_estimate *e);
+/* the estimate as a results row (scope "model") */
+void cpb_model_estimate_row(const cpb_model_estimate *e, cpb_row *row);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

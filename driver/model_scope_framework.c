@@ -1,0 +1,127 @@
+/* model_scope_framework.c — the training setups the whole-model estimate can assume
+ * (`--framework`): what the framework around the attention layer keeps in memory and
+ * what it costs in time.  Each value names its source; docs/simulator.md collects them.
+ *
+ *   [TT]  the UPipe paper's TorchTitan setup, as published with it
+ *         (github.com/togethercomputer/Untied-Ulysses: torchtitan/, exps/llama3_8b/ run scripts)
+ *   [MDS] the paper's FPDT setup: Megatron-DeepSpeed with DeepSpeed 0.17.4 (the same
+ *         repository, FPDT/Megatron-DeepSpeed/examples_deepspeed/sequence_parallel/
+ *         run_single_8B.sh: --fp16, ZeRO stage 3, --checkpoint-activations
+ *         --deepspeed-activation-checkpointing --checkpoint-in-cpu, FPDT_FFN and
+ *         FPDT_LogitsLoss of megatron/patch/fpdt_layer.py)
+ *   [FSDP2] torch.distributed.fsdp.fully_shard / MixedPrecisionPolicy documentation
+ *   [DSC] DeepSpeed configuration documentation (zero_optimization defaults)
+ *   [DSAC] deepspeed/runtime/activation_checkpointing/checkpointing.py (v0.17.4) */
+#include <stdio.h>
+#include <string.h>
+
+#include "model_scope.h"
+
+static const cpb_framework frameworks[] = {
+    {
+        .name = "torchtitan",
+        .summary = "TorchTitan FSDP2 (fp32 sharded params, bf16 compute), full activation checkpointing with "
+                   "save_on_cpu offload, tiled MLP, fused linear cross-entropy (the UPipe paper's setup)",
+        /* [FSDP2] fully_shard keeps the sharded parameters in their original dtype (fp32)
+         * with MixedPrecisionPolicy(param_dtype=bf16): fp32 param 4 + fp32 grad 4 + Adam m,
+         * v 4 + 4 = 16 bytes per parameter, divided by the FSDP degree */
+        .state_bytes = 16.0,
+        /* Adam (foreach, fp32): reads param, grad, m, v (16), writes param, m, v (12) */
+        .optimizer_bytes = 28.0,
+        /* [FSDP2] reduce_dtype fp32 ([TT] torchtitan's default mixed_precision_reduce) */
+        .grad_reduce_bytes = 4,
+        /* [FSDP2] unsharded gradients come out of autograd in param_dtype (bf16) */
+        .grad_compute_bytes = 2,
+        /* [FSDP2] implicit prefetching: the next layer's all-gather is issued one layer
+         * ahead, forward and backward */
+        .prefetch_layers = 1.0,
+        .prefetch_params = 0,
+        /* [FSDP2] the reduce-scatter of a layer's gradients runs on its own stream while
+         * the next layer (in backward order) computes: one layer's fp32 reduce-scatter
+         * input is in flight at that layer's attention backward */
+        .rs_layers = 1.0,
+        .rs_params = 0,
+        /* [TT] first and last layer's input stay on the device (the offload hook skips
+         * them); the other L-2 go to host memory through a save_on_cpu-style pack hook,
+         * a copy on the compute stream (blocking it), both ways */
+        .ckpt_device_layers = 2,
+        .ckpt_blocking = 1,
+        /* [PN] the paper's runs turn pinning off above 4M tokens: pageable copies */
+        .pin_max_tokens = (int64_t)4 << 20,
+        /* [TT] TiledMLP (Arctic Long Sequence Training's, patch_torch_files/ulysses_sp.py):
+         * tiles of D tokens; its backward recomputes each tile's forward: forward,
+         * checkpoint recompute, tile recompute, backward (2x) = 5 forward-equivalents */
+        .mlp_tile = CPB_MLP_TILE_HIDDEN,
+        .mlp_passes = 5.0,
+        .mlp_tile_buffers = 6,
+        .mlp_fp32_grads = 0,
+        .loss = CPB_LOSS_FUSED_LINEAR_CE,
+        .source = "github.com/togethercomputer/Untied-Ulysses torchtitan/ (FSDP2, TiledMLP, save_on_cpu "
+                  "offload, Liger fused linear cross-entropy)",
+    },
+    {
+        .name = "deepspeed",
+        .summary = "Megatron-DeepSpeed ZeRO-3 fp16, DeepSpeed activation checkpointing in CPU memory, FPDT_FFN "
+                   "and FPDT_LogitsLoss (the UPipe paper's FPDT setup)",
+        /* [MDS] --fp16 with ZeRO-3: fp16 param 2 + fp16 grad 2 + fp32 master param, Adam
+         * m, v 12 = 16 bytes per parameter, partitioned over the data-parallel group */
+        .state_bytes = 16.0,
+        /* fused Adam on the fp32 master (16 read, 12 written) plus the fp16 copy (2 + 2) */
+        .optimizer_bytes = 32.0,
+        .grad_reduce_bytes = 2,
+        .grad_compute_bytes = 2,
+        /* [DSC] stage3_prefetch_bucket_size default 5e7 parameters gathered ahead */
+        .prefetch_layers = 0,
+        .prefetch_params = 5e7,
+        /* [DSC] reduce_bucket_size default 5e8 elements: ZeRO-3's gradient bucket
+         * (fp16) fills before its reduce-scatter */
+        .rs_layers = 0,
+        .rs_params = 5e8,
+        /* [DSAC] checkpoint_in_cpu: every layer's input is copied with .to('cpu')
+         * (pageable, synchronous) and back with .to(device) in the backward */
+        .ckpt_device_layers = 0,
+        .ckpt_blocking = 1,
+        .pin_max_tokens = 0,
+        /* [MDS] FPDT_FFN: chunks of (FPDT chunk / C / 2) tokens; forward w1 (gate|up, 2
+         * GEMM units) and w2 (1); the checkpoint recompute repeats it (3); its backward
+         * recomputes w1 (2), then grad_w2, grad_act (1 + 1), grad_w1 and grad_x (2 + 2):
+         * 14 GEMM units = 14/3 forward-equivalents.  Working set of one chunk: z [T, 2F],
+         * gate, up, sig, silu, activated, grad_act, silu', grad_gate, grad_up, grad_z
+         * [T, 2F]: about 12 [T, F] buffers; fp32 grad_w1 and grad_w2 accumulators */
+        .mlp_tile = CPB_MLP_TILE_FPDT,
+        .mlp_passes = 14.0 / 3.0,
+        .mlp_tile_buffers = 12,
+        .mlp_fp32_grads = 1,
+        .loss = CPB_LOSS_FPDT_CHUNKED,
+        .source = "github.com/togethercomputer/Untied-Ulysses FPDT/Megatron-DeepSpeed (ZeRO-3 fp16, "
+                  "checkpoint-in-cpu, FPDT_FFN, FPDT_LogitsLoss); DeepSpeed 0.17.4",
+    },
+};
+
+#define NFRAMEWORKS ((int)(sizeof frameworks / sizeof frameworks[0]))
+
+/* the choices name the presets above, torchtitan (the first) the default */
+const cpb_knob cpb_model_scope_knobs[] = {
+    {.name = "framework", .type = CPB_KNOB_CHOICE, .def = "torchtitan", .choices = "torchtitan|deepspeed",
+     .arg = "torchtitan|deepspeed", .help = "training setup (default torchtitan)",
+     .points = CPB_KNOB_MODEL_SCOPE_POINTS},
+    {NULL}};
+
+const cpb_framework *cpb_framework_find(const char *name)
+{
+    if (!name || !name[0]) return &frameworks[0];
+    for (int i = 0; i < NFRAMEWORKS; i++)
+        if (strcmp(frameworks[i].name, name) == 0) return &frameworks[i];
+    return NULL;
+}
+
+const char *cpb_framework_names(void)
+{
+    static char names[128];
+    if (!names[0]) {
+        size_t len = 0;
+        for (int i = 0; i < NFRAMEWORKS; i++)
+            len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", i ? ", " : "", frameworks[i].name);
+    }
+    return names;
+}

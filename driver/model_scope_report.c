@@ -1,0 +1,130 @@
+/* model_scope_report.c — the whole-model estimate as text, as a results row, and the
+ * search for the largest context that fits. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_scope.h"
+#include "registry.h"
+#include "sweep.h"
+
+static double gib(int64_t b)
+{
+    return (double)b / 1073741824.0;
+}
+
+void cpb_model_estimate_print(FILE *f, const cpb_model_estimate *e)
+{
+    const cpb_problem *p = &e->p;
+    fprintf(f, "%s on %s (whole model: %d layers, %.2fB parameters), S = %lld, %d simulated %s (%s)\n",
+            e->m->name, p->model, e->spec->layers, e->params / 1e9,
+            (long long)p->S, p->C, p->C == 1 ? "GPU" : "GPUs", e->gpu);
+    fprintf(f, "framework: %s — %s\n", e->fw->name, e->fw->summary);
+    fprintf(f, "status: %s%s%s\n", e->status == CPB_OK ? "ok" : e->status == CPB_ERR_OOM ? "oom" :
+            e->status == CPB_ERR_NOMEM_HOST ? "host-oom" : cpb_status_name(e->status),
+            e->reason[0] ? " — " : "", e->reason);
+    if (e->attn.code != CPB_OK) return;
+    fprintf(f, "memory per GPU (GiB) at each candidate peak; usable %.2f:\n", gib(e->capacity));
+    fprintf(f, "  %-20s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n", "moment", "states", "gathered", "rs buf",
+            "attn W", "attn act", "ckpt", "residual", "mlp/loss", "total");
+    for (int k = 0; k < CPB_MOMENT_COUNT; k++) {
+        const cpb_model_mem *m = &e->moment[k];
+        fprintf(f, "  %-20s %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f%s\n", cpb_model_moment_name(k),
+                gib(m->states), gib(m->gathered), gib(m->comm), gib(m->attn_fixed), gib(m->attn_act), gib(m->ckpt),
+                gib(m->residual), gib(m->work), gib(m->total), k == e->peak_moment ? "  <- peak" : "");
+    }
+    cpb_model_buckets b = cpb_model_mem_buckets(&e->moment[e->peak_moment]);
+    fprintf(f, "peak in three buckets: model states %.2f GiB, attention activations %.2f GiB, other %.2f GiB\n",
+            gib(b.model), gib(b.attn_act), gib(b.other));
+    fprintf(f, "host per GPU: %.2f GiB of %.2f GiB (checkpoint copies %s)\n", gib(e->host_bytes),
+            gib(e->host_capacity), e->ckpt_pageable ? "pageable" : "pinned");
+    fprintf(f, "time per step (predicted):\n");
+    fprintf(f, "  per layer: attention %.3f s (fwd %.3f + recompute %.3f + bwd %.3f), MLP %.3f s, norms %.3f s\n",
+            e->attn_layer_s, e->attn.fwd_s, e->attn.fwd_s, e->attn.bwd_s, e->mlp_layer_s, e->norm_layer_s);
+    fprintf(f, "             checkpoint copies %.3f s (%s), parameter traffic %.3f s (overlapped) -> %.3f s\n",
+            e->ckpt_layer_s, e->fw->ckpt_blocking ? "on the compute stream" : "overlapped", e->fsdp_layer_s, e->layer_s);
+    fprintf(f, "  LM head %.3f s, loss passes %.3f s, optimizer %.3f s\n", e->head_s, e->loss_s, e->optimizer_s);
+    cpb_row *row = malloc(sizeof *row);
+    if (!row) return;
+    cpb_model_estimate_row(e, row);
+    fprintf(f, "  step %.3f s, %.2f tokens/s/GPU, %.1f model TFLOP/s/GPU\n", e->step_s, row->tokens_per_s_per_gpu,
+            row->tflops_per_gpu);
+    free(row);
+}
+
+
+void cpb_model_estimate_row(const cpb_model_estimate *e, cpb_row *row)
+{
+    const cpb_problem *p = &e->p;
+    cpb_row_point(row, e->m, p, &cpb_backend_sim, e->gpu, "model");
+    row->worst_rank = e->attn.worst_rank;
+    /* a model that does not fit the host memory is out of memory too */
+    cpb_row_set_status(row, e->status == CPB_ERR_NOMEM_HOST ? CPB_ERR_OOM : e->status, e->reason);
+    if (e->attn.code != CPB_OK) return;
+    const cpb_model_mem *pk = &e->moment[e->peak_moment];
+    row->peak_bytes = pk->total;
+    row->reserved_bytes = pk->total;
+    cpb_model_buckets b = cpb_model_mem_buckets(pk);
+    row->model_state_bytes = b.model;
+    row->attn_act_bytes = b.attn_act;
+    row->other_bytes = b.other;
+    row->intermediate_bytes = e->attn.intermediate_bytes;
+    row->host_peak_bytes = e->host_bytes;
+    row->capacity_bytes = e->capacity;
+    memcpy(row->at_peak_bytes, e->attn.at_peak_bytes, sizeof row->at_peak_bytes);
+    memcpy(row->tag_peak, e->attn.tag_peak, sizeof row->tag_peak);
+    row->fwd_peak_bytes = e->attn.fwd_peak_bytes;
+    row->bwd_peak_bytes = e->attn.bwd_peak_bytes;
+    row->y_norm = e->attn.y_norm; /* the attention layer's fingerprint */
+    row->dx_norm = e->attn.dx_norm;
+    row->dw_norm = e->attn.dw_norm;
+    if (e->status != CPB_OK) return;
+    row->step_s = e->step_s;
+    row->fwd_s = e->spec->layers * (e->attn.fwd_s + e->mlp_layer_s / e->fw->mlp_passes); /* the forward pass's share */
+    row->bwd_s = e->step_s - row->fwd_s;
+    cpb_row_rates(row, e->model_flops);
+    row->comm_bytes = e->attn.comm_bytes * e->spec->layers;
+    row->pcie_bytes = e->attn.pcie_bytes * e->spec->layers;
+    row->nstreams = e->attn.nstreams;
+    memcpy(row->stream_names, e->attn.stream_names, sizeof row->stream_names);
+    memcpy(row->stream_busy_s, e->attn.stream_busy_s, sizeof row->stream_busy_s);
+}
+
+int cpb_model_max_context(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts *o, int64_t start, int64_t stop,
+                          int64_t step, int64_t *best, int *evals, char *err, size_t err_len)
+{
+    *best = 0;
+    *evals = 0;
+    cpb_sweep_plan plan;
+    memset(&plan, 0, sizeof plan);
+    plan.start = start;
+    plan.stop = stop;
+    plan.factor = 2.0;
+    plan.bisect = step;
+    plan.granule = cpb_sweep_granule(m, p, start, stop);
+    if (cpb_sweep_plan_check(&plan, err, err_len) != CPB_OK) return CPB_ERR_INVALID;
+    cpb_sweep_state st;
+    cpb_sweep_begin(&st, &plan);
+    for (int64_t S; (S = cpb_sweep_next(&st)) > 0;) {
+        cpb_problem q = *p;
+        q.S = S;
+        char why[512];
+        cpb_point_status ps;
+        if (m->check && m->check(&q, why, sizeof why) != CPB_OK) {
+            ps = CPB_POINT_SKIPPED;
+        } else {
+            cpb_model_estimate *e = NULL;
+            int rc = cpb_model_estimate_new(&q, m, o, &e, err, err_len);
+            if (rc != CPB_OK) return rc;
+            (*evals)++;
+            if (e->status == CPB_OK) ps = CPB_POINT_OK;
+            else if (e->status == CPB_ERR_OOM || e->status == CPB_ERR_NOMEM_HOST) ps = CPB_POINT_OOM;
+            else ps = CPB_POINT_ERROR;
+            if (ps == CPB_POINT_ERROR) snprintf(err, err_len, "%s at S = %lld: %s", m->name, (long long)S, e->reason);
+            cpb_model_estimate_free(e);
+            if (ps == CPB_POINT_ERROR) return CPB_ERR_INVALID;
+        }
+        if (ps == CPB_POINT_OK && S > *best) *best = S;
+        cpb_sweep_report(&st, S, ps);
+    }
+    return CPB_OK;
+}

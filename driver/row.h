@@ -1,0 +1,158 @@
+/* row.h — the one type a trial's outcome has, from one rank's trial to the results file:
+ * the columns of the results table (/runs, results/README.md), then details that are
+ * printed and used by the runners but not stored.
+ *
+ * A row is made in three steps: cpb_row_point fills the columns that name the point (what
+ * ran where), a runner (trial.h, sim_layer.h, point.h) fills the outcome, and
+ * cpb_row_rates derives the throughput columns from the step time, once, for every kind
+ * of run. */
+#ifndef CPB_ROW_H
+#define CPB_ROW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpb.h"
+#include "cpb_backend.h"
+#include "cpb_method.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The columns of /runs.  X-macro so the struct, the HDF5 compound type and the column list
+ * cannot disagree.
+ *   S(name, len, doc)  fixed-length NUL-terminated string of len bytes
+ *   I(name, doc)       int32      L(name, doc) int64      F(name, doc) float64
+ *   A(name, n, doc)    int64[n] array
+ * After them come the knob columns, one per knob of knobs.h (head_chunk, seq_chunk, ...,
+ * fpdt_impl, then the driver's framework and host_ram_bytes): int32 (integer knobs), int64
+ * (token and byte counts) or a string (choices), named after the knob; a knob the row's
+ * method does not have, or that does not belong to its kind of point, is 0 or "". */
+#define CPB_ROW_COLUMNS(S, I, L, F, A)                                                         \
+    I(session, "index into /sessions: the process that wrote the row")                      \
+    S(timestamp, 32, "UTC time the row was written, ISO 8601")                               \
+    S(method, 24, "method name (ring, ulysses, upipe, fpdt, offload, metp, tp, ...)")        \
+    S(model, 32, "model preset")                                                             \
+    S(backend, 8, "cpu, sim or cuda: sim rows are predictions, cpu and cuda rows measurements") \
+    S(gpu, 48, "GPU name (cuda), simulator GPU profile (sim), or cpu")                      \
+    S(scope, 8, "layer (one attention layer) or model (simulator's whole-model estimate)")  \
+    S(status, 12, "ok, oom, skipped or error")                                              \
+    S(reason, 1024, "why the trial was skipped or failed (empty when ok)")                   \
+    S(dtype, 8, "storage dtype (bf16, fp32)")                                                \
+    I(world_size, "C, ranks / GPUs")                                                         \
+    L(seq_len, "S, global tokens")                                                           \
+    L(hidden, "D")                                                                           \
+    I(heads, "H, query heads")                                                               \
+    I(kv_heads, "G, key/value heads")                                                        \
+    I(head_dim, "d")                                                                         \
+    L(seed, "input seed (every method at a point gets the same inputs)")                     \
+    I(warmup, "untimed warm-up steps")                                                       \
+    I(iters, "timed steps (step time = median of the slowest rank)")                         \
+    L(capacity_bytes, "device capacity the trial ran under")                                 \
+    L(peak_bytes, "tracked device high-water (max_memory_allocated)")                        \
+    L(reserved_bytes, "allocator-pool reserved high-water (max_memory_reserved; = peak on cpu/sim)") \
+    L(device_used_bytes, "driver-level used device memory above the baseline (cuda only, else 0)") \
+    L(intermediate_bytes, "high-water of non-fixed tags (paper's intermediate tensor memory)") \
+    L(host_peak_bytes, "pinned host high-water (offloading methods)")                        \
+    L(model_state_bytes, "model scope: sharded params, grads, optimizer states at the peak (0 on layer rows)") \
+    L(attn_act_bytes, "model scope: the attention layer's activations at the peak")          \
+    L(other_bytes, "model scope: everything else at the peak (gathered weights, buffers, checkpoints, MLP, loss)") \
+    L(fwd_peak_bytes, "device high-water during forward")                                    \
+    L(bwd_peak_bytes, "device high-water during backward")                                   \
+    A(at_peak_bytes, CPB_TAG_COUNT, "device bytes by tag at the peak; names in the attribute at_peak_tags") \
+    F(step_s, "forward+backward seconds (sim: modelled)")                                    \
+    F(fwd_s, "forward seconds")                                                              \
+    F(bwd_s, "backward seconds")                                                             \
+    F(tokens_per_s, "S / step_s")                                                            \
+    F(tokens_per_s_per_gpu, "S / (step_s * C), the paper's metric")                          \
+    F(tflops_per_gpu, "model TFLOP/s per GPU (DESIGN section 6)")                            \
+    F(comm_bytes, "bytes sent by the busiest rank")                                          \
+    F(pcie_bytes, "host<->device bytes of the busiest rank")                                 \
+    F(y_norm, "fingerprint: L2 norm of y (0 on sim: no data; NaN when it could not be taken)") \
+    F(dx_norm, "fingerprint: L2 norm of dx")                                                  \
+    F(dw_norm, "fingerprint: L2 norm of the assembled dW (Wq, Wk, Wv, Wo gradients)")
+
+/* device memory of one phase of a trial beyond its peak (the peak is a column) */
+typedef struct cpb_row_phase {
+    int64_t intermediate_peak;        /* high-water of non-fixed tags during the phase */
+    int64_t live_end;                 /* device bytes live when the phase ends */
+    int64_t host_peak;                /* pinned host high-water during the phase */
+    int64_t at_peak[CPB_TAG_COUNT];   /* breakdown by tag at the phase's peak */
+    int64_t tag_peak[CPB_TAG_COUNT];  /* per-tag high-water during the phase */
+} cpb_row_phase;
+
+/* the knob columns, by the knob's index in knobs.h (i for integers, s for choices) */
+typedef struct cpb_row_knobs {
+    int64_t i[CPB_MAX_KNOBS];
+    char s[CPB_MAX_KNOBS][CPB_KNOB_LEN];
+} cpb_row_knobs;
+
+typedef struct cpb_row {
+#define CPB_RCOL_S_(name, len, doc) char name[len];
+#define CPB_RCOL_I_(name, doc) int32_t name;
+#define CPB_RCOL_L_(name, doc) int64_t name;
+#define CPB_RCOL_F_(name, doc) double name;
+#define CPB_RCOL_A_(name, n, doc) int64_t name[n];
+    CPB_ROW_COLUMNS(CPB_RCOL_S_, CPB_RCOL_I_, CPB_RCOL_L_, CPB_RCOL_F_, CPB_RCOL_A_)
+#undef CPB_RCOL_S_
+#undef CPB_RCOL_I_
+#undef CPB_RCOL_L_
+#undef CPB_RCOL_F_
+#undef CPB_RCOL_A_
+    cpb_row_knobs knobs;
+    /* ---- details: printed and used by the runners, not stored */
+    int code;                        /* cpb_status of the trial (the status column's source) */
+    int worst_rank;                  /* the rank whose memory the row reports */
+    int64_t tag_peak[CPB_TAG_COUNT]; /* per-tag high-water of the whole trial */
+    int64_t host_at_peak[CPB_TAG_COUNT];
+    cpb_row_phase fwd, bwd;          /* bwd marks are measured from the end of forward */
+    int64_t n_allocs;                /* device allocations of the trial ... */
+    uint64_t alloc_hash;             /* ... and the hash of their (size, tag) sequence */
+    int nstreams;
+    char stream_names[CPB_MAX_STREAMS][24];
+    double stream_busy_s[CPB_MAX_STREAMS]; /* sim: the slowest rank's busy time per stream */
+} cpb_row;
+
+/* A zeroed row with status "ok" and scope "layer". */
+void cpb_row_init(cpb_row *r);
+/* Copy s into a fixed-length column, truncating (the row's strings always end in NUL). */
+void cpb_row_set_str(char *dst, size_t len, const char *s);
+#define CPB_ROW_SET(row, col, s) cpb_row_set_str((row)->col, sizeof (row)->col, (s))
+
+/* cpb_row_init, then the columns that name point (m, p) on backend be (its gpu column:
+ * the device, the simulator's profile, or "cpu") at `scope` ("layer" or "model"): the
+ * method's knobs and the driver's that belong to such a point (knobs.h). */
+void cpb_row_point(cpb_row *r, const cpb_method *m, const cpb_problem *p, const cpb_backend *be,
+                   const char *gpu, const char *scope);
+
+/* a knob column of the row (0 / "" when the row's method has no such knob) */
+int64_t cpb_row_knob_int(const cpb_row *r, const char *name);
+const char *cpb_row_knob_str(const cpb_row *r, const char *name);
+
+/* the status column of a cpb_status: "ok", "oom", "skipped" (the method refused the shape)
+ * or "error" */
+const char *cpb_row_status_name(int code);
+/* a status column's cpb_status (what a row read from a file had: CPB_ERR_BACKEND for error) */
+int cpb_row_code_of_status(const char *status);
+/* code, status and reason (the reason only when code is not CPB_OK) */
+void cpb_row_set_status(cpb_row *r, int code, const char *reason);
+
+/* Model FLOPs of one layer (DESIGN section 6): causal attention counts the lower
+ * triangle, fwd 2*S*S*H*d, bwd 2.5x fwd; projections 2*S*D*(H+2G)*d + 2*S*H*d*D forward,
+ * twice that backward. */
+void cpb_layer_model_flops(const cpb_problem *p, double *fwd, double *bwd);
+/* The throughput columns from step_s, seq_len and world_size, for `flops` model FLOPs per
+ * step (the layer's, or the whole model's for scope model); zero when step_s is not > 0. */
+void cpb_row_rates(cpb_row *r, double flops);
+
+/* The point key, the one place it is defined: 1 when rows a and b describe the same trial:
+ * method, model, backend, gpu, scope, dtype, world size, sequence length, shape and every
+ * knob column (an interrupted sweep skips such points).  `gpu` is compared only when both
+ * rows name one. */
+int cpb_row_same_point(const cpb_row *a, const cpb_row *b);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

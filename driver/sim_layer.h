@@ -1,0 +1,46 @@
+/* sim_layer.h — the simulator driver (the backend itself is backends/sim): replay a
+ * method's schedule for every rank of a world of any size in one process (no data), with
+ * exact tracked memory and a modelled time. */
+#ifndef CPB_SIM_LAYER_H
+#define CPB_SIM_LAYER_H
+
+#include "cpb_backend.h"
+#include "cpb_method.h"
+#include "gpu_profiles.h"
+#include "row.h"
+#include "trial.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cpb_sim_opts {
+    const char *gpu;          /* profile name: h100-sxm (default), h200, a100-80g, a100-40g */
+    const char *calibration;  /* optional calibration file overriding profile constants */
+    int gpus_per_node;        /* 0 = 8 */
+    int64_t mem_cap;          /* device capacity in bytes; 0 = the profile's usable memory */
+    int64_t host_mem_cap;     /* pinned host capacity per rank; 0 = profile's share */
+    int no_race_check;        /* 1 = skip the stream-race check */
+} cpb_sim_opts;
+
+/* The simulator's knobs (knobs.h): --host-ram, the host memory of a node (0: the GPU
+ * profile's), a column of every sim row */
+extern const cpb_knob cpb_sim_knobs[];
+
+/* The GPU profile the options select (--gpu), with the calibration file, --gpus-per-node
+ * and point p's --host-ram (p NULL: none) applied.  CPB_ERR_INVALID / CPB_ERR_IO with a
+ * message for bad input. */
+int cpb_sim_profile(const cpb_sim_opts *o, const cpb_problem *p, cpb_gpu_profile *prof, char *err, size_t err_len);
+
+/* Run method m on problem p (p->C ranks) on the simulator; *row becomes the point's row
+ * (cpb_row_point: backend sim, the profile as gpu, scope layer) with the worst rank's
+ * memory, the modelled times (the slowest rank), the busiest rank's traffic and the
+ * throughput.  Returns CPB_OK when the simulation ran, even if the trial itself ended in
+ * OOM or was refused (then row->code and row->status say so); returns an error only for
+ * bad input (unknown profile, ...), with row->reason set. */
+int cpb_sim_layer(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts *o, cpb_row *row);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

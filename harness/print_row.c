@@ -1,0 +1,64 @@
+/* print_row.c — a trial's row as `cpbench run` prints it: memory with the breakdown by
+ * tag, the times, the traffic. */
+#include "print_row.h"
+
+#include <string.h>
+
+static double gib(int64_t b)
+{
+    return (double)b / 1073741824.0;
+}
+
+/* bytes in the largest binary unit that keeps the number >= 1 (tiny test problems too) */
+static const char *human(double b, char *buf, size_t n)
+{
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (u < 4 && (b >= 1024.0 || b <= -1024.0)) {
+        b /= 1024.0;
+        u++;
+    }
+    snprintf(buf, n, u ? "%10.3f %-3s" : "%10.0f %-3s", b, unit[u]);
+    return buf;
+}
+
+void cpb_print_row(FILE *f, const cpb_row *row, const cpb_backend *be)
+{
+    const int predicted = be->models_time;
+    char b1[32], b2[32];
+    fprintf(f, "%s on %s: %s, S = %lld, %d %s%s (backend %s, %s)\n", row->method, row->model, row->scope,
+            (long long)row->seq_len, row->world_size, predicted ? "simulated " : "",
+            row->world_size == 1 ? "rank" : "ranks", row->backend, row->gpu);
+    fprintf(f, "status: %s%s%s\n", row->status, row->reason[0] ? " — " : "", row->reason);
+    if (row->code != CPB_OK && row->code != CPB_ERR_OOM) return;
+    fprintf(f, "memory (rank %d%s):\n", row->worst_rank, row->code == CPB_ERR_OOM ? ", up to the failed allocation" : "");
+    fprintf(f, "  peak          %s", human((double)row->peak_bytes, b1, sizeof b1));
+    if (row->capacity_bytes > 0)
+        fprintf(f, "  (%.1f%% of %.3f GiB)", 100.0 * row->peak_bytes / row->capacity_bytes, gib(row->capacity_bytes));
+    fprintf(f, "\n  forward peak  %s\n", human((double)row->fwd_peak_bytes, b1, sizeof b1));
+    fprintf(f, "  backward peak %s\n", human((double)row->bwd_peak_bytes, b1, sizeof b1));
+    fprintf(f, "  intermediate  %s\n", human((double)row->intermediate_bytes, b1, sizeof b1));
+    fprintf(f, "  host (pinned) %s\n", human((double)row->host_peak_bytes, b1, sizeof b1));
+    /* the allocator pool's high-water (= peak where there is no caching pool) and, where the
+     * backend sees the driver, what it saw used beyond the start-up baseline */
+    fprintf(f, "  reserved      %s\n", human((double)row->reserved_bytes, b1, sizeof b1));
+    if (be->mem_highwater)
+        fprintf(f, "  device used   %s\n", human((double)row->device_used_bytes, b1, sizeof b1));
+    fprintf(f, "  by tag at the peak (tag high-water in brackets):\n");
+    for (int t = 0; t < CPB_TAG_COUNT; t++)
+        if (row->at_peak_bytes[t] || row->tag_peak[t])
+            fprintf(f, "    %-10s %s  [%s]%s\n", cpb_tag_name(t), human((double)row->at_peak_bytes[t], b1, sizeof b1),
+                    human((double)row->tag_peak[t], b2, sizeof b2), cpb_tag_is_fixed(t) ? "" : "  intermediate");
+    if (row->code != CPB_OK) return;
+    fprintf(f, "time (%s):\n", predicted ? "predicted by the timing model" : "measured, median of the slowest rank");
+    fprintf(f, "  forward       %10.3f ms\n  backward      %10.3f ms\n  step          %10.3f ms\n", 1e3 * row->fwd_s,
+            1e3 * row->bwd_s, 1e3 * row->step_s);
+    fprintf(f, "  tokens/s/GPU  %10.2f\n  TFLOP/s/GPU   %10.3f\n", row->tokens_per_s_per_gpu, row->tflops_per_gpu);
+    if (predicted) {
+        fprintf(f, "  busy per stream (slowest rank):\n");
+        for (int s = 0; s < row->nstreams; s++)
+            fprintf(f, "    %-12s %10.3f ms\n", row->stream_names[s], 1e3 * row->stream_busy_s[s]);
+    }
+    fprintf(f, "  bytes sent    %s per rank (busiest)\n", human(row->comm_bytes, b1, sizeof b1));
+    fprintf(f, "  PCIe copies   %s per rank\n", human(row->pcie_bytes, b1, sizeof b1));
+}

@@ -1,0 +1,24 @@
+/* knobs.c — the checks of the shared knobs (knobs.h). */
+#include "common/knobs.h"
+
+#include <stdio.h>
+
+int cpb_check_head_chunk(const cpb_problem *p, char *why, size_t why_len)
+{
+    int64_t U = cpb_knob_int(p, "head_chunk");
+    if (U && p->H % U) {
+        snprintf(why, why_len, "--head-chunk %lld must divide the %d query heads", (long long)U, p->H);
+        return CPB_ERR_INVALID;
+    }
+    return CPB_OK;
+}
+
+int cpb_check_ulysses_degree(const cpb_problem *p, char *why, size_t why_len)
+{
+    int64_t u = cpb_knob_int(p, "ulysses_degree");
+    if (u && p->C % u) {
+        snprintf(why, why_len, "--ulysses-degree %lld must divide the %d ranks", (long long)u, p->C);
+        return CPB_ERR_INVALID;
+    }
+    return CPB_OK;
+}

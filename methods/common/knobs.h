@@ -1,0 +1,29 @@
+/* knobs.h — method options that several methods share, declared once so that every table
+ * that lists them agrees (cpb_method.h: cpb_knob).  A knob of one method only is declared in
+ * its own table. */
+#ifndef CPB_COMMON_KNOBS_H
+#define CPB_COMMON_KNOBS_H
+
+#include "cpb_method.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* --head-chunk U: query heads per stage (upipe, hybrid upipe); U must divide H */
+int cpb_check_head_chunk(const cpb_problem *p, char *why, size_t why_len);
+#define CPB_KNOB_HEAD_CHUNK(default_help)                                                   \
+    {.name = "head_chunk", .type = CPB_KNOB_INT, .def = "0", .check = cpb_check_head_chunk, .arg = "U", \
+     .help = "query heads per stage (default " default_help ")"}
+
+/* --ulysses-degree u: the Ulysses group size of the rank grid (usp, hybrid upipe); u must
+ * divide the ranks */
+int cpb_check_ulysses_degree(const cpb_problem *p, char *why, size_t why_len);
+#define CPB_KNOB_ULYSSES_DEGREE                                                             \
+    {.name = "ulysses_degree", .type = CPB_KNOB_INT, .def = "0", .check = cpb_check_ulysses_degree, .arg = "u", \
+     .help = "Ulysses group size (default: the largest node-sized group the shape allows)"}
+
+#ifdef __cplusplus
+}
+#endif
+#endif
