@@ -411,14 +411,34 @@ Test(results_h5, framework_and_host_ram_are_columns_of_their_points)
 
 /* a file of schema version 1 (written by the cpbench before the version 2 columns) still
  * reads: by column name, the columns it lacks zero; and it is refused for appending */
-Test(results_h5, schema_1_files_read_and_are_not_appended_to)
+/* the rows of an older file of tests/data (cpb_results_read: by column name), n of them */
+static cpb_row *read_old(const char *name, int64_t want)
 {
-    const char *path = CPB_TEST_DATA "/results-schema1.h5";
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", CPB_TEST_DATA, name);
     cpb_row *rows = NULL;
     int64_t n = 0;
     char err[1024] = "";
     cr_assert_eq(cpb_results_read(path, &rows, &n, err, sizeof err), CPB_OK, "%s", err);
-    cr_assert_eq(n, 4);
+    cr_assert_eq(n, want, "%s: %lld rows", name, (long long)n);
+    return rows;
+}
+
+/* a copy of that file is refused for appending, the message naming its version */
+static void old_refused(const char *name, const char *version)
+{
+    make_dir();
+    char copy[512], cmd[1400];
+    path_in_dir(copy, sizeof copy, name);
+    snprintf(cmd, sizeof cmd, "cp '%s/%s' '%s'", CPB_TEST_DATA, name, copy);
+    cr_assert_eq(system(cmd), 0);
+    expect_refused_untouched(copy, version);
+}
+
+Test(results_h5, schema_1_files_read_and_are_not_appended_to)
+{
+    const int64_t n = 4;
+    cpb_row *rows = read_old("results-schema1.h5", n);
     for (int64_t i = 0; i < n; i++) {
         cr_expect(strcmp(rows[i].method, "ulysses") == 0 || strcmp(rows[i].method, "upipe") == 0, "%s",
                   rows[i].method);
@@ -431,13 +451,7 @@ Test(results_h5, schema_1_files_read_and_are_not_appended_to)
         cr_expect_eq(rows[i].seed, 0, "a column version 1 did not have");
     }
     free(rows);
-    make_dir();
-    char copy[512];
-    path_in_dir(copy, sizeof copy, "v1.h5");
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", path, copy);
-    cr_assert_eq(system(cmd), 0);
-    expect_refused_untouched(copy, "schema version 1");
+    old_refused("results-schema1.h5", "schema version 1");
 }
 
 /* a file of schema version 2 (the model scope's columns and options, written by cpbench
@@ -446,12 +460,8 @@ Test(results_h5, schema_1_files_read_and_are_not_appended_to)
  * appending */
 Test(results_h5, schema_2_files_read_and_are_not_appended_to)
 {
-    const char *path = CPB_TEST_DATA "/results-schema2.h5";
-    cpb_row *rows = NULL;
-    int64_t n = 0;
-    char err[1024] = "";
-    cr_assert_eq(cpb_results_read(path, &rows, &n, err, sizeof err), CPB_OK, "%s", err);
-    cr_assert_eq(n, 3);
+    const int64_t n = 3;
+    cpb_row *rows = read_old("results-schema2.h5", n);
     /* fpdt at model scope in the deepspeed setup with --host-ram 1T; upipe --head-chunk 16;
      * fpdt --fpdt-impl pipelined (both layer rows) */
     cr_expect_str_eq(rows[0].method, "fpdt");
@@ -470,11 +480,5 @@ Test(results_h5, schema_2_files_read_and_are_not_appended_to)
         cr_expect_eq(rows[i].y_norm, 0.0, "a column version 2 did not have");
     }
     free(rows);
-    make_dir();
-    char copy[512];
-    path_in_dir(copy, sizeof copy, "v2.h5");
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", path, copy);
-    cr_assert_eq(system(cmd), 0);
-    expect_refused_untouched(copy, "schema version 2");
+    old_refused("results-schema2.h5", "schema version 2");
 }
