@@ -58,7 +58,7 @@ int cpb_cmd_device_props(const cpb_cli *c)
     char why[8192] = "";
     int n = be->probe(why, sizeof why);
     if (n <= 0) {
-        fprintf(stderr, "cpbench device-props: no %s device to describe (%s)\n", be->name, why[0] ? why : "none found");
+        fprintf(stderr, "cpbench device-props: no CUDA device to describe (%s)\n", why[0] ? why : "none found");
         return 2;
     }
     int bad = 0;

@@ -42,5 +42,6 @@ cpb_cli_test(list ${CPB_EXPECT} 0 - "llama3-8b +4096 +32 +8 +128" -- ${CPBENCH} 
 cpb_cli_test(selftest_cpu ${CPB_EXPECT} 0 - "selftest cpu: [0-9]+ passed, 0 failed" --
   ${MPIEXEC_EXECUTABLE} -np 2 --oversubscribe --allow-run-as-root --bind-to none ${CPBENCH} selftest --backend cpu)
 cpb_cli_refusal(bench_kernels_sim "the sim backend models time" ${CPBENCH} bench-kernels --backend sim)
+cpb_cli_refusal(device_props_cpu "the cpu backend has no devices to describe" ${CPBENCH} device-props --backend cpu)
 cpb_cli_refusal(unknown_backend "unknown backend 'gpu'.*cpu, sim, cuda"
   ${CPBENCH} run --backend gpu --method ulysses --model tiny --seq 64)

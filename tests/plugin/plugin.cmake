@@ -39,5 +39,7 @@ if(TARGET cpb_cuda)
   if(NOT EXISTS /dev/nvidiactl) # a machine without a GPU (CI): the backend refuses, exit 2
     cpb_cmd_test(cuda_plugin_no_gpu ${CPB_EXPECT} 2 - "^cpbench run: cuda backend: no GPU present"
       -- env -u CPB_CUDA_PLUGIN ${CPBENCH} run --backend cuda --method ulysses --model tiny --seq 64)
+    cpb_cmd_test(cuda_plugin_device_props_no_gpu ${CPB_EXPECT} 2 - "^cpbench device-props: no CUDA device to describe"
+      -- env -u CPB_CUDA_PLUGIN ${CPBENCH} device-props)
   endif()
 endif()
