@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 #include "cpb_rand.h"
 #include "kern_attn_generic.cuh"

@@ -6,6 +6,7 @@
 #include "emu/emu.h"
 
 #include <cstdio>
+#include <vector>
 
 #include "cpb_rand.h"
 #include "kern_elementwise.cuh"
