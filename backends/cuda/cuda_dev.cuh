@@ -11,6 +11,7 @@
 /* the block's dynamic shared memory (the CPU emulator of backends/cuda/emu provides its
  * own) */
 #ifdef CPB_CUDA_EMU
+#include "emu/emu.h"
 #define CPBK_DYN_SMEM(T, name) T *name = reinterpret_cast<T *>(cpb_emu_smem())
 #else
 #define CPBK_DYN_SMEM(T, name) extern __shared__ __align__(16) T name[]

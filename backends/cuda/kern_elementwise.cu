@@ -1,5 +1,6 @@
 /* kern_elementwise.cu — launchers of the element-wise kernels (kern_elementwise.cuh). */
 #include "kern_elementwise.cuh"
+#include "cuda_launch.cuh"
 
 using namespace cpbk_elementwise;
 
@@ -7,7 +8,7 @@ extern "C" cudaError_t cpbk_copy(cudaStream_t s, kview dst, kview src)
 {
     int64_t n = kv_count(dst);
     if (n == 0) return cudaSuccess;
-    copy_kernel<<<cpbk_blocks(n, kThreads), kThreads, 0, s>>>(dst, src, n);
+    CPBK_LAUNCH(copy_kernel, cpbk_blocks(n, kThreads), kThreads, 0, s, dst, src, n);
     return cudaGetLastError();
 }
 
@@ -15,7 +16,7 @@ extern "C" cudaError_t cpbk_fill(cudaStream_t s, kview dst, float value)
 {
     int64_t n = kv_count(dst);
     if (n == 0) return cudaSuccess;
-    fill_kernel<<<cpbk_blocks(n, kThreads), kThreads, 0, s>>>(dst, value, n);
+    CPBK_LAUNCH(fill_kernel, cpbk_blocks(n, kThreads), kThreads, 0, s, dst, value, n);
     return cudaGetLastError();
 }
 
@@ -23,7 +24,7 @@ extern "C" cudaError_t cpbk_axpby(cudaStream_t s, float alpha, kview x, float be
 {
     int64_t n = kv_count(y);
     if (n == 0) return cudaSuccess;
-    axpby_kernel<<<cpbk_blocks(n, kThreads), kThreads, 0, s>>>(alpha, x, beta, y, n);
+    CPBK_LAUNCH(axpby_kernel, cpbk_blocks(n, kThreads), kThreads, 0, s, alpha, x, beta, y, n);
     return cudaGetLastError();
 }
 
@@ -31,7 +32,7 @@ extern "C" cudaError_t cpbk_fill_random(cudaStream_t s, kview dst, uint64_t seed
 {
     int64_t n = kv_count(dst);
     if (n == 0) return cudaSuccess;
-    fill_random_kernel<<<cpbk_blocks(n, kThreads), kThreads, 0, s>>>(dst, seed, base, scale, n);
+    CPBK_LAUNCH(fill_random_kernel, cpbk_blocks(n, kThreads), kThreads, 0, s, dst, seed, base, scale, n);
     return cudaGetLastError();
 }
 
@@ -39,7 +40,7 @@ extern "C" cudaError_t cpbk_from_f32(cudaStream_t s, kview dst, const float *src
 {
     int64_t n = kv_count(dst);
     if (n == 0) return cudaSuccess;
-    from_f32_kernel<<<cpbk_blocks(n, kThreads), kThreads, 0, s>>>(dst, src, n);
+    CPBK_LAUNCH(from_f32_kernel, cpbk_blocks(n, kThreads), kThreads, 0, s, dst, src, n);
     return cudaGetLastError();
 }
 
@@ -47,6 +48,6 @@ extern "C" cudaError_t cpbk_to_f32(cudaStream_t s, float *dst, kview src)
 {
     int64_t n = kv_count(src);
     if (n == 0) return cudaSuccess;
-    to_f32_kernel<<<cpbk_blocks(n, kThreads), kThreads, 0, s>>>(dst, src, n);
+    CPBK_LAUNCH(to_f32_kernel, cpbk_blocks(n, kThreads), kThreads, 0, s, dst, src, n);
     return cudaGetLastError();
 }
