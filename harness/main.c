@@ -1,7 +1,9 @@
 /* main.c — cpbench: dispatch to the subcommands of commands.def.
  * A subcommand gets argv[0] = its name and its options after it; it returns the exit code
  * (0 ok, 1 failed check, 2 bad arguments or refused shape). */
+#include <mpi.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "args.h"
@@ -36,6 +38,32 @@ static const char *summary(const char *name)
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (strcmp(known[i][0], name) == 0) return known[i][1];
     return "";
+}
+
+/* Under an MPI launcher, MPI is initialized here, once, with MPI_THREAD_MULTIPLE: the cuda
+ * backend's stream threads call MPI too (its NCCL stand-in).  Commands that find MPI
+ * initialized leave it to main. */
+static int under_mpi_launcher(void)
+{
+    return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK") || getenv("PMI_SIZE");
+}
+
+static int run_command(int (*fn)(int, char **), int argc, char **argv)
+{
+    int provided = 0, mine = 0, inited = 0;
+    MPI_Initialized(&inited);
+    if (!inited && under_mpi_launcher()) {
+        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+            fprintf(stderr, "cpbench: MPI_Init_thread failed\n");
+            return 1;
+        }
+        mine = 1;
+    }
+    int rc = fn(argc, argv);
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (mine && !fin) MPI_Finalize();
+    return rc;
 }
 
 static void cli_name(const char *name, char *out, size_t len)
@@ -79,7 +107,7 @@ int main(int argc, char **argv)
                     usage(stdout);
                     return 0;
                 }
-            return commands[i].fn(argc - 1, argv + 1);
+            return run_command(commands[i].fn, argc - 1, argv + 1);
         }
     }
     fprintf(stderr, "cpbench: unknown command '%s'; commands:", argv[1]);
