@@ -25,7 +25,7 @@ cudaError_t run_bwd(cudaStream_t s, const kattn &a)
         if (e != cudaSuccess) return e;
     }
     if (nq == 0) return cudaSuccess;
-    CPBK_LAUNCH(dq_finish_kernel, cpbk_blocks(nq, 256), 256, 0, s, a, nq);
+    CPBK_LAUNCH(dq_finish_kernel, walk_blocks(a.dq, dq_acc_view(a), 256), 256, 0, s, a);
     return cudaGetLastError();
 }
 

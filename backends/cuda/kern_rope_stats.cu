@@ -4,13 +4,12 @@
 
 using namespace cpbk_rope_stats;
 
-extern "C" cudaError_t cpbk_rope(cudaStream_t s, kview x, const kseg_inline *inl, const int64_t *dev, int nseg,
-                                 double base, int inverse)
+extern "C" cudaError_t cpbk_rope(cudaStream_t s, kview x, const kseg_inline *segs, int nseg, double base, int inverse)
 {
     int64_t n = x.rows * x.heads * (x.dim / 2);
     if (n == 0 || nseg <= 0) return cudaSuccess;
-    if (!dev && nseg > CPBK_ROPE_INLINE_SEGS) return cudaErrorInvalidValue;
-    CPBK_LAUNCH(rope_kernel, cpbk_blocks(n, kThreads), kThreads, 0, s, x, *inl, dev, nseg, base, inverse, n);
+    if (nseg > CPBK_ROPE_INLINE_SEGS) return cudaErrorInvalidValue;
+    CPBK_LAUNCH(rope_kernel, cpbk_blocks(n, kThreads), kThreads, 0, s, x, *segs, nseg, base, inverse, n);
     return cudaGetLastError();
 }
 
