@@ -168,6 +168,10 @@ int cpb_run_measured(cpb_ctx *ctx, const cpb_problem *p, const cpb_method *m, in
     int64_t peak_max = 0;
     cpb_trial_result best = {0};
     for (int it = 0; rc == CPB_OK && it < warmup + iters; it++) {
+#ifdef CPB_HAVE_CUDA
+        /* after the warm-up: what NCCL and cuBLAS set up at their first use is baseline */
+        if (on_cuda && it == warmup && warmup > 0) cpb_cuda_mem_reset_highwater(ctx);
+#endif
         cpb_reset_stats(ctx);
         /* --profile-iter: a profiler capture range around one step */
         rc = cpb_profile_iter_begin(ctx, it);
