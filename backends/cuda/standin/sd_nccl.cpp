@@ -20,7 +20,8 @@
  * algorithm).  A collective that waits on its peers for CPB_STANDIN_STALL_MS (1000 ms)
  * releases this process's other pending stream work, as a GPU would run it; with
  * CPB_STANDIN_NCCL_STALL_RANK=r, rank r's collectives never complete (a hung peer) until
- * ncclCommAbort.  Device memory for NCCL's own buffers is counted at init and at the first
+ * ncclCommAbort; with CPB_STANDIN_FAIL=ncclSend (or another operation's name) every such
+ * call fails.  Device memory for NCCL's own buffers is counted at init and at the first
  * use of each connection (NCCL_RUNTIME_CONNECT=0 connects the collectives at init); the
  * amounts are the stand-in's choice. */
 #include <mpi.h>
@@ -707,9 +708,23 @@ ncclResult_t ncclGroupEnd()
     return launch(std::move(ops));
 }
 
+/* CPB_STANDIN_FAIL=NAME: every call of NAME fails with ncclInvalidArgument (a test of the
+ * caller's error path, not a broken rule) */
+static bool injected(const char *name)
+{
+    static const char *f = getenv("CPB_STANDIN_FAIL");
+    if (!f || strcmp(f, name) != 0) return false;
+    snprintf(t_last_err, sizeof t_last_err, "%s failed: injected by CPB_STANDIN_FAIL", name);
+    return true;
+}
+
 #define SD_OP(kind_, comm_, stream_, ...)                                                  \
     do {                                                                                   \
         sd::count(op_name(kind_));                                                           \
+        if (injected(op_name(kind_))) {                                                    \
+            if (t_depth > 0 && t_group_err == ncclSuccess) t_group_err = ncclInvalidArgument; \
+            return ncclInvalidArgument;                                                    \
+        }                                                                                  \
         Op o = {kind_, comm_, nccl_stream(stream_, comm_), __VA_ARGS__, 0};                \
         ncclResult_t r_ = add_op(o);                                                       \
         if (r_ != ncclSuccess && t_depth > 0 && t_group_err == ncclSuccess) t_group_err = r_; \
