@@ -1,14 +1,7 @@
-/* registry.c — the backends compiled in. */
+/* registry.c — the backends by name (cuda: the plugin cuda_loader.c opens). */
 #include <string.h>
 
 #include "cpb_backend.h"
-
-#ifndef CPB_HAVE_CUDA
-const cpb_backend *cpb_backend_cuda_get(void)
-{
-    return NULL;
-}
-#endif
 
 const cpb_backend *cpb_backend_find(const char *name)
 {

@@ -7,22 +7,22 @@
 #include "cpb_method.h"
 #include "cpb_presets.h"
 
-#ifdef CPB_HAVE_CUDA
 #include "cuda/cpb_cuda.h"
-#endif
+#include "cuda_loader.h"
 
+/* what was built, whether the plugin loads and with which libraries, and the devices */
 static void cuda_line(void)
 {
-#ifdef CPB_HAVE_CUDA
-    char why[512] = "";
+    char what[8192], why[8192] = "";
+    if (!cpb_cuda_plugin_describe(what, sizeof what)) {
+        printf("  %-6s %s\n", "cuda", what);
+        return;
+    }
     int n = cpb_cuda_device_count(why, sizeof why);
     if (n > 0)
-        printf("  %-6s compiled in; %d device%s present\n", "cuda", n, n == 1 ? "" : "s");
+        printf("  %-6s %s; %d device%s present\n", "cuda", what, n, n == 1 ? "" : "s");
     else
-        printf("  %-6s compiled in; no usable device (%s)\n", "cuda", why[0] ? why : "none found");
-#else
-    printf("  %-6s not compiled in (no CUDA toolkit at build time)\n", "cuda");
-#endif
+        printf("  %-6s %s; no usable device (%s)\n", "cuda", what, why[0] ? why : "none found");
 }
 
 int cpb_cmd_list(int argc, char **argv)

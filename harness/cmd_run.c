@@ -117,9 +117,11 @@ static int run_measured(const cpb_args *a, const cpb_method *m, int argc, char *
     cpb_ctx_opts co;
     cpb_args_ctx_opts(a, &co);
     cpb_ctx *ctx = NULL;
-    if (cpb_ctx_create(&co, &ctx, err, sizeof err) != CPB_OK) {
+    int crc = cpb_ctx_create(&co, &ctx, err, sizeof err);
+    if (crc != CPB_OK) {
         fprintf(stderr, "cpbench run: %s\n", err);
-        return 1;
+        /* a backend that cannot start here (no GPU, a library missing) refuses: exit 2 */
+        return crc == CPB_ERR_UNSUPPORTED || crc == CPB_ERR_INVALID ? 2 : 1;
     }
     int C = cpb_world_size(ctx), rank = cpb_rank(ctx), code = 0;
     cpb_problem p;

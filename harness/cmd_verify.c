@@ -4,7 +4,9 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "cuda/cpb_cuda.h"
 #include "verify.h"
 
 /* before MPI_Init: print argument errors once, from the launcher's rank 0 */
@@ -25,6 +27,12 @@ int cpb_cmd_verify(int argc, char **argv)
     cpb_args_defaults(&a);
     if (cpb_args_parse(argc - 1, argv + 1, &a, err, sizeof err) != CPB_OK) {
         if (launcher_rank() == 0) fprintf(stderr, "cpbench verify: %s\n", err);
+        return 2;
+    }
+    /* a cuda backend that cannot start here (no GPU, a library missing) refuses before any work */
+    char why[8192];
+    if (strcmp(a.backend, "cuda") == 0 && cpb_cuda_device_count(why, sizeof why) <= 0) {
+        if (launcher_rank() == 0) fprintf(stderr, "cpbench verify: the cuda backend cannot run here: %s\n", why);
         return 2;
     }
     int inited = 0;

@@ -108,7 +108,9 @@ typedef struct cpb_backend {
 /* backends compiled in (NULL when absent) */
 extern const cpb_backend cpb_backend_cpu;
 extern const cpb_backend cpb_backend_sim;
-const cpb_backend *cpb_backend_cuda_get(void); /* NULL when not compiled in */
+/* the cuda plugin's backend; one that refuses to start, saying why, when the plugin does
+ * not load; NULL when it was neither built nor found (backends/cuda_loader.c) */
+const cpb_backend *cpb_backend_cuda_get(void);
 const cpb_backend *cpb_backend_find(const char *name);
 
 #define CPB_MAX_STREAMS 16

@@ -56,7 +56,11 @@ int cpb_ctx_create(const cpb_ctx_opts *opts, cpb_ctx **out, char *err, size_t er
         }
     }
     if (rc != CPB_OK) {
-        snprintf(err, err_len, "%s backend: %s", be->name, ctx->err);
+        /* name the backend once: its own messages may start with it */
+        char who[64];
+        snprintf(who, sizeof who, "%s backend:", be->name);
+        snprintf(err, err_len, "%s%s%s", strncmp(ctx->err, who, strlen(who)) == 0 ? "" : who,
+                 strncmp(ctx->err, who, strlen(who)) == 0 ? "" : " ", ctx->err);
         cpb_ctx_destroy(ctx);
         return rc;
     }

@@ -1,7 +1,8 @@
 /* cpb_cuda.h — the few things the harness asks of the cuda backend beyond cpb_backend:
  * whether a device is present, and the driver-level memory high-waters of DESIGN section 3.
- * Declared for every build; defined only when the cuda backend is compiled in
- * (CPB_HAVE_CUDA), so callers guard their calls with #ifdef CPB_HAVE_CUDA. */
+ * Defined by the cuda plugin; cpbench forwards its calls to the plugin (backends/cuda_loader.c),
+ * answering "no device" when the plugin does not load.  Callers guard their calls with
+ * #ifdef CPB_HAVE_CUDA (this build made the plugin). */
 #ifndef CPB_CUDA_H
 #define CPB_CUDA_H
 

@@ -1,13 +1,10 @@
 # The cuda backend's real host code and kernels on the CPU stand-in of the CUDA runtime,
 # cuBLAS, NCCL and NVTX (backends/cuda/standin; docs/cuda.md, "The CPU stand-in").  Every
 # test fails when the stand-in reports a broken rule, even if the program carried on.
-if(NOT CPB_STANDIN_CPBENCH AND NOT TARGET cpb_cuda_standin)
+if(NOT TARGET cpb_cuda_standin)
   return()
 endif()
-set(CPB_SD_ENV ${CPB_TEST_ENV})
-if(TARGET cpb_cuda_standin)
-  list(APPEND CPB_SD_ENV "CPB_CUDA_PLUGIN=$<TARGET_FILE:cpb_cuda_standin>")
-endif()
+set(CPB_SD_ENV ${CPB_TEST_ENV} "CPB_CUDA_PLUGIN=$<TARGET_FILE:cpb_cuda_standin>")
 set(CPB_SD_MPIRUN ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG})
 set(CPB_SD_MPIFLAGS --oversubscribe --allow-run-as-root --bind-to none)
 
@@ -90,5 +87,6 @@ cpb_standin_test(standin_nccl_error_in_group 0 ENV CPB_STANDIN_FAIL=ncclSend
 # other
 add_executable(standin_comm_order ${CMAKE_CURRENT_SOURCE_DIR}/mpi/standin_comm_order.c)
 target_link_libraries(standin_comm_order PRIVATE cpb_harness)
+set_target_properties(standin_comm_order PROPERTIES ENABLE_EXPORTS ON) # the plugin takes the runtime from it
 cpb_standin_test(standin_comm_order_np2 2 COMMAND $<TARGET_FILE:standin_comm_order>)
 cpb_standin_test(standin_comm_order_np3 3 COMMAND $<TARGET_FILE:standin_comm_order>)
