@@ -30,7 +30,13 @@
 #endif
 #endif
 #ifdef EMU_ASAN
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
+/* a stack unmapped with frames still on it (a parked or abandoned fiber) leaves poisoned
+ * shadow behind for whatever is mapped there next: clear it both ways */
+#define EMU_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define EMU_UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
 #if defined(__x86_64__) && defined(__ELF__)
@@ -139,6 +145,7 @@ struct Sched {
     ~Sched()
     {
         for (Fiber *f : pool) {
+            EMU_UNPOISON(f->lo, f->len);
             munmap(f->map, f->map_len);
             delete f;
         }
@@ -394,6 +401,7 @@ Fiber *new_fiber(Sched *s)
     f->map_len = map_len;
     f->lo = f->map + page;
     f->len = len;
+    EMU_UNPOISON(f->lo, f->len);
 #ifdef EMU_ASM_SWITCH
     uintptr_t top = ((uintptr_t)(f->lo + len)) & ~(uintptr_t)15;
     void **sp = (void **)(top - 8 * sizeof(void *));
@@ -427,6 +435,7 @@ void drop_fiber(Sched *s, Fiber *f)
             s->pool.pop_back();
             break;
         }
+    EMU_UNPOISON(f->lo, f->len);
     munmap(f->map, f->map_len);
     delete f;
 }

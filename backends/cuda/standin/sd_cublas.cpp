@@ -28,7 +28,6 @@ struct cublasContext {
     size_t ws_bytes = 0;
     bool user_ws = false;       /* cublasSetWorkspace since the last cublasSetStream */
     bool ws_was_reset = false;  /* cublasSetStream dropped a user workspace */
-    bool live = true;
 };
 
 using namespace sd;
@@ -40,7 +39,7 @@ const char *kGemm = "cuBLAS Library, cublasGemmEx / cublasGemmStridedBatchedEx";
 
 bool live(cublasHandle_t h)
 {
-    return h && h->live;
+    return h != nullptr;
 }
 
 float load(const void *p, cudaDataType t, int64_t i)
@@ -87,9 +86,9 @@ cublasStatus_t cublasDestroy_v2(cublasHandle_t handle)
     }
     /* cublasDestroy synchronizes the handle's stream: its GEMMs finish first */
     if (Stream *s = stream_of(handle->stream, handle->device)) sync_stream(s);
-    handle->live = false;
     std::lock_guard<std::recursive_mutex> lk(lock());
     if (Device *d = sd::device(handle->device)) d->internal -= 32ll << 20;
+    delete handle;
     return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -41,8 +41,10 @@ namespace {
 const char *kMem = "CUDA Runtime API, Memory Management";
 const char *kPool = "CUDA Runtime API, Stream Ordered Memory Allocator";
 
-std::map<uintptr_t, Gen *> g_live, g_freed;
-std::deque<Gen *> g_quarantine;
+/* never destroyed (stream threads may still look at them while the process exits) */
+std::map<uintptr_t, Gen *> &g_live = *new std::map<uintptr_t, Gen *>;
+std::map<uintptr_t, Gen *> &g_freed = *new std::map<uintptr_t, Gen *>;
+std::deque<Gen *> &g_quarantine = *new std::deque<Gen *>;
 size_t g_quarantine_bytes = 0;
 uint64_t g_next_id = 1;
 int64_t g_backed = 0;

@@ -664,6 +664,7 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm)
     if (comm->mpi != MPI_COMM_NULL && !fin && !comm->aborted) MPI_Comm_free(&comm->mpi);
     add_internal(comm->device, -(64ll << 20) - (comm->coll_connected ? 16ll << 20 : 0) -
                                    (int64_t)comm->peers_connected.size() * (4ll << 20));
+    delete comm;
     return ncclSuccess;
 }
 
@@ -674,6 +675,10 @@ ncclResult_t ncclCommAbort(ncclComm_t comm)
     if (!comm) return ncclInvalidArgument;
     comm->aborted = true;
     if (comm->async_err == ncclSuccess) comm->async_err = ncclRemoteError;
+    /* stream work may still hold it until it sees the abort: kept, never freed */
+    static std::vector<ncclComm *> *aborted = new std::vector<ncclComm *>;
+    std::lock_guard<std::recursive_mutex> lk(lock());
+    aborted->push_back(comm);
     return ncclSuccess;
 }
 

@@ -22,7 +22,6 @@ extern "C" int (*InitializeInjectionNvtx2_fnptr)(const void *(*)(uint32_t));
 
 struct nvtxDomainRegistration_st {
     std::string name;
-    bool live = true;
 };
 
 using namespace sd;
@@ -43,19 +42,19 @@ nvtxDomainHandle_t NVTX_API domain_create(const char *name)
 void NVTX_API domain_destroy(nvtxDomainHandle_t d)
 {
     count("nvtxDomainDestroy");
-    if (!d || !d->live) {
-        violation("NVTX domain", kNvtx, "nvtxDomainDestroy of a domain that is not live");
+    if (!d) {
+        violation("NVTX domain", kNvtx, "nvtxDomainDestroy of a null domain");
         return;
     }
     if (t_depth[d] > 0)
         violation("NVTX ranges", kNvtx, "domain '%s' destroyed with %d range(s) still pushed", d->name.c_str(), t_depth[d]);
-    d->live = false;
+    t_depth.erase(d);
+    delete d;
 }
 
 int NVTX_API range_push(nvtxDomainHandle_t d, const nvtxEventAttributes_t *at)
 {
     count("nvtxDomainRangePushEx");
-    if (d && !d->live) violation("NVTX domain", kNvtx, "range pushed on a destroyed domain");
     if (!at || at->version != NVTX_VERSION || at->size != NVTX_EVENT_ATTRIB_STRUCT_SIZE)
         violation("NVTX event attributes", kNvtx, "nvtxDomainRangePushEx with attributes of version %d / size %d (set "
                   "version NVTX_VERSION and size NVTX_EVENT_ATTRIB_STRUCT_SIZE)",
