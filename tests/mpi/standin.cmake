@@ -35,6 +35,9 @@ foreach(dt fp32 bf16)
   cpb_standin_test(standin_verify_d64_${dt} 4
                    COMMAND ${CPBENCH} verify --backend cuda --method all --model tiny --head-dim 64 --seq 256 --dtype ${dt})
 endforeach()
+# four ranks on one GPU over --comm mpi (the GPU check's single-GPU run)
+cpb_standin_test(standin_verify_comm_mpi 4 COMMAND sh -c
+  "CUDA_VISIBLE_DEVICES=0 exec '${CPBENCH}' verify --backend cuda --comm mpi --method all --model tiny --seq 192 --dtype bf16")
 # a short sweep with --out: measured rows through the results file, read back with h5py
 cpb_standin_test(standin_sweep 0 COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/mpi/standin_sweep.sh ${MPIEXEC_EXECUTABLE}
                  ${CPBENCH} ${CMAKE_CURRENT_BINARY_DIR}/standin_sweep.h5)
