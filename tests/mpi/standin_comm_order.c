@@ -12,7 +12,7 @@
 #include <stdlib.h>
 
 #include "cpb_backend.h"
-#include "ranks.h"
+#include "mpi_test_ctx.h"
 #include "registry.h"
 
 #define N_X 1003
@@ -20,28 +20,9 @@
 
 int main(void)
 {
-    /* this test's own main owns MPI, as cpbench's main does (the stand-in's collectives run
-     * on stream threads: MPI_THREAD_MULTIPLE) */
-    int provided = 0;
-    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
-        fprintf(stderr, "standin_comm_order: MPI_Init_thread failed\n");
-        return 1;
-    }
-    cpb_ranks_begin(1);
-    char err[2048];
-    const cpb_backend *be = cpb_backend_find("cuda", err, sizeof err);
-    if (!be) {
-        fprintf(stderr, "standin_comm_order: %s\n", err);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    cpb_ctx_opts co = {0};
-    co.use_mpi = 1;
-    co.race_check = 1;
-    cpb_ctx *ctx = NULL;
-    if (cpb_ctx_create(be, &co, &ctx, err, sizeof err) != CPB_OK) {
-        fprintf(stderr, "standin_comm_order: %s\n", err);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    char why[1024] = "";
+    const cpb_backend *be = cpb_backend_find("cuda", why, sizeof why);
+    cpb_ctx *ctx = cpb_test_mpi_ctx("standin_comm_order", be, why);
     int rank = cpb_rank(ctx), world = cpb_world_size(ctx), a = 0, b = 0;
     cpb_buf *x = NULL, *y = NULL;
     float *hx = malloc(sizeof(float) * N_X), *hy = malloc(sizeof(float) * N_Y);

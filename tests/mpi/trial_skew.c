@@ -14,28 +14,13 @@
 #include "cpb_backend.h"
 #include "cpb_method.h"
 #include "cpb_presets.h"
-#include "ranks.h"
+#include "mpi_test_ctx.h"
 #include "registry.h"
 #include "trial.h"
 
 int main(void)
 {
-    /* this test's own main owns MPI, as cpbench's main does */
-    int provided = 0;
-    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
-        fprintf(stderr, "trial_skew: MPI_Init_thread failed\n");
-        return 1;
-    }
-    cpb_ranks_begin(1);
-    cpb_ctx_opts co = {0};
-    co.use_mpi = 1;
-    co.race_check = 1;
-    cpb_ctx *ctx = NULL;
-    char err[1024];
-    if (cpb_ctx_create(&cpb_backend_cpu, &co, &ctx, err, sizeof err) != CPB_OK) {
-        fprintf(stderr, "trial_skew: %s\n", err);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    cpb_ctx *ctx = cpb_test_mpi_ctx("trial_skew", &cpb_backend_cpu, "");
     int rank = cpb_rank(ctx), C = cpb_world_size(ctx);
     cpb_problem p;
     memset(&p, 0, sizeof p);
