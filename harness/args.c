@@ -60,6 +60,8 @@ static const opt_def opts[] = {
     {"--host-mem-cap", OPT_SIZE, F(host_mem_cap), 0, NULL, "BYTES", "pinned host capacity per rank"},
     {"--comm", OPT_NAME, F(comm), CAP(comm), "nccl|mpi", "nccl|mpi", "cuda collectives (default nccl)"},
     {"--calibration", OPT_STR, F(calibration), 0, NULL, "FILE", "sim: measured profile constants"},
+    {"--sim-ranks", OPT_NAME, F(sim_ranks), CAP(sim_ranks), "auto|exact|symmetric", "auto|exact|symmetric",
+     "sim: every rank, or one per class of ranks alike by symmetry (default auto: exact up to 64 ranks)"},
     {"--no-race-check", OPT_FLAG, F(no_race_check), 0, NULL, NULL, "skip the stream-race check"},
     {"--warmup", OPT_INT0, F(warmup), 0, NULL, "N", "warm-up steps (default 1)"},
     {"--iters", OPT_INT, F(iters), 0, NULL, "N", "measured steps (default 3)"},
@@ -366,6 +368,8 @@ void cpb_args_sim_opts(const cpb_args *a, cpb_sim_opts *o)
     o->mem_cap = a->mem_cap;
     o->host_mem_cap = a->host_mem_cap;
     o->no_race_check = a->no_race_check;
+    o->ranks = a->sim_ranks[0] ? cpb_sim_ranks_parse(a->sim_ranks) : CPB_SIM_RANKS_AUTO;
+    if (o->ranks < 0) o->ranks = CPB_SIM_RANKS_AUTO; /* the parser accepts only the three names */
 }
 
 void cpb_args_runner_opts(const cpb_args *a, const cpb_backend *be, const char *exe, int nopts, char **opts,

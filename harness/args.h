@@ -46,6 +46,7 @@ typedef struct cpb_args {
     char comm[8];            /* --comm nccl|mpi (cuda; default nccl) */
     const char *calibration; /* --calibration FILE */
     int no_race_check;       /* --no-race-check */
+    char sim_ranks[12];      /* --sim-ranks auto|exact|symmetric (sim; default auto) */
     /* measurement */
     int warmup, iters;       /* --warmup N (default 1), --iters N (default 3) */
     int profile_iter;        /* --profile-iter N (-1 = none) */
