@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cpb_presets.h"
+#include "model_config.h"
 #include "registry.h"
 
 typedef enum opt_kind {
@@ -21,6 +22,7 @@ typedef enum opt_kind {
     OPT_NAME,     /* copied into a char array, checked against `choices` ("" = free) */
     OPT_METHOD,   /* name, comma list or all; each name checked against the registry */
     OPT_MODEL,    /* preset name */
+    OPT_MODEL_CONFIG, /* a config.json, read and registered as a model (model_config.h) */
     OPT_BACKEND,  /* a backend this build knows of (registry.h; it may still be absent) */
     OPT_DTYPE,
     OPT_SIZELIST, /* a,b,c */
@@ -43,6 +45,8 @@ typedef struct opt_def {
 static const opt_def opts[] = {
     {"--method", OPT_METHOD, F(method), CAP(method), NULL, "M|M1,M2|all", "method(s) to run (see `cpbench list`)"},
     {"--model", OPT_MODEL, F(model), CAP(model), NULL, "PRESET", "model preset (see `cpbench list`)"},
+    {"--model-config", OPT_MODEL_CONFIG, F(model_config), 0, NULL, "FILE",
+     "a Hugging Face config.json instead of a preset (any model: its shape, layers, MLP, vocabulary)"},
     {"--hidden", OPT_SIZE, F(hidden), 0, NULL, "N", "override hidden size D"},
     {"--heads", OPT_INT, F(heads), 0, NULL, "N", "override query heads H"},
     {"--kv-heads", OPT_INT, F(kv_heads), 0, NULL, "N", "override key/value heads G"},
@@ -258,6 +262,14 @@ static int parse_value(const opt_def *o, const char *v, cpb_args *a, char *err, 
             p = comma + 1;
         }
     }
+    case OPT_MODEL_CONFIG:
+        if (!*v) {
+            snprintf(err, err_len, "--model-config: empty file name");
+            return -1;
+        }
+        if (cpb_model_config_register(v, a->model, sizeof a->model, err, err_len) != CPB_OK) return -1;
+        a->model_config = v;
+        return 0;
     case OPT_FILES: break; /* handled by the caller */
     }
     return 0;
@@ -345,6 +357,10 @@ int cpb_args_parse(int argc, char **argv, cpb_args *a, char *err, size_t err_len
             snprintf(err, err_len, "%s: missing value (expected %s)", o->name, o->arg);
             return CPB_ERR_INVALID;
         }
+        if ((o->kind == OPT_MODEL && a->model_config) || (o->kind == OPT_MODEL_CONFIG && a->model[0] && !a->model_config)) {
+            snprintf(err, err_len, "give --model PRESET or --model-config FILE, not both");
+            return CPB_ERR_INVALID;
+        }
         if (parse_value(o, v, a, err, err_len) != 0) return CPB_ERR_INVALID;
     }
     return CPB_OK;
@@ -394,10 +410,10 @@ int cpb_args_problem(const cpb_args *a, const cpb_method *m, int C, cpb_problem 
     memset(p, 0, sizeof *p);
     if (!a->model[0]) {
         snprintf(err, err_len, "--model is required (presets: %s; override fields with --hidden, "
-                 "--heads, --kv-heads, --head-dim, --rope-base)", cpb_preset_names());
+                 "--heads, --kv-heads, --head-dim, --rope-base), or --model-config FILE", cpb_preset_names());
         return CPB_ERR_INVALID;
     }
-    if (cpb_preset_find(a->model, p) != CPB_OK) {
+    if (cpb_model_shape(a->model, p) != CPB_OK) {
         snprintf(err, err_len, "--model: unknown preset '%s'; presets: %s", a->model, cpb_preset_names());
         return CPB_ERR_INVALID;
     }

@@ -24,7 +24,8 @@ extern "C" {
 typedef struct cpb_args {
     /* what to run */
     char method[512];        /* --method: a name, a comma list, or "all"; "" = not given */
-    char model[32];          /* --model preset; "" = not given */
+    char model[32];          /* --model preset, or the name --model-config registered; "" = not given */
+    const char *model_config; /* --model-config FILE (a Hugging Face config.json; model_config.h) */
     int64_t hidden;          /* --hidden, --heads, ...: overrides of the preset, 0 = keep */
     int heads, kv_heads, head_dim;
     double rope_base;
