@@ -18,7 +18,7 @@
 const cpb_knob cpb_sim_knobs[] = {
     {.name = "host_ram_bytes", .type = CPB_KNOB_BYTES, .def = "0", .arg = "BYTES",
      .help = "host memory of a node (2T; default: the profile's)", .option = "--host-ram",
-     .points = CPB_KNOB_TIMING_MODEL_POINTS},
+     .points = CPB_KNOB_TIMING_MODEL_POINTS, .setup = 1},
     {NULL}};
 
 int cpb_sim_profile(const cpb_sim_opts *o, const cpb_problem *p, cpb_gpu_profile *prof, char *err, size_t n)
@@ -175,22 +175,24 @@ static int record(sim_run *s, int k)
     return CPB_OK;
 }
 
-/* Try period P: record ranks 0 .. P-1 and compare the others with them, every one up to
- * CPB_SIM_EXACT_MAX_RANKS ranks, sample ones beyond (moved by 1, 2, K/3, K/2, 2K/3, K-2
- * and K-1 periods, K = C / P); 1 when each compared trace is its representative's moved
- * (its op times within CPB_SIM_ALIKE_OP_TOL), 0 when one differs, -1 when a rank's trial
- * failed (row says why). */
+/* Try period P: record ranks 0 .. P-1 and compare the others with them: every one up to
+ * CPB_SIM_EXACT_MAX_RANKS ranks; beyond, samples: every representative moved by one
+ * period (K = C / P periods in the world), and the first and last moved by K/3, K/2,
+ * 2K/3 and K-1 periods.  1 when each compared trace is its representative's moved (its op
+ * times within CPB_SIM_ALIKE_OP_TOL), 0 when one differs, -1 when a rank's trial failed
+ * (row says why). */
 static int try_period(sim_run *s, int P)
 {
-    const int C = s->p->C, K = C / P;
+    const int C = s->p->C, K = C / P, all = C <= CPB_SIM_EXACT_MAX_RANKS;
     for (int r = 0; r < P; r++)
         if (record(s, r) != CPB_OK) return -1;
-    const int all = C <= CPB_SIM_EXACT_MAX_RANKS;
-    const int sample[7] = {1, 2, K / 3, K / 2, 2 * K / 3, K - 2, K - 1};
+    const int far[4] = {K / 3, K / 2, 2 * K / 3, K - 1};
     for (int k = 1; k < K; k++) {
-        int take = all;
-        for (int j = 0; j < 7 && !take; j++) take = sample[j] == k;
-        for (int r = 0; take && r < P; r++) {
+        int some = 0;
+        for (int j = 0; j < 4; j++) some |= far[j] == k;
+        if (!all && k > 1 && !some) continue;
+        for (int r = 0; r < P; r++) {
+            if (!all && k > 1 && r != 0 && r != P - 1) continue;
             int img = r + k * P;
             if (record(s, img) != CPB_OK) return -1;
             char why[256];
