@@ -71,6 +71,7 @@ static const opt_def opts[] = {
     {"--iters", OPT_INT, F(iters), 0, NULL, "N", "measured steps (default 3)"},
     {"--profile-iter", OPT_INT0, F(profile_iter), 0, NULL, "N", "bracket iteration N for nsys"},
     {"--isolate", OPT_FLAG, F(isolate), 0, NULL, NULL, "run each trial in its own process"},
+    {"--max-context", OPT_FLAG, F(max_context), 0, NULL, NULL, "plan: the longest context each candidate fits"},
     {"--seq-start", OPT_SIZE, F(seq_start), 0, NULL, "S", "sweep: first length"},
     {"--seq-stop", OPT_SIZE, F(seq_stop), 0, NULL, "S", "sweep: last length"},
     {"--factor", OPT_DOUBLE, F(factor), 0, NULL, "F", "sweep: growth factor (default 2)"},
@@ -225,6 +226,7 @@ static int parse_value(const opt_def *o, const char *v, cpb_args *a, char *err, 
             }
         }
         snprintf(base, o->cap, "%s", v);
+        if (o->off == F(scope)) a->scope_given = 1;
         return 0;
     case OPT_DTYPE:
         if (strcmp(v, "fp32") == 0) a->dtype = CPB_FP32;

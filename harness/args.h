@@ -41,7 +41,9 @@ typedef struct cpb_args {
     int gpus;                /* --gpus N (sim world size; 0 = not given) */
     int gpus_per_node;       /* --gpus-per-node N (0 = default 8) */
     char gpu[32];            /* --gpu PROFILE (sim; "" = default profile) */
-    char scope[8];           /* --scope layer|model (default layer) */
+    char scope[8];           /* --scope layer|model (default layer; plan: model) */
+    int scope_given;         /* --scope was on the command line */
+    int max_context;         /* --max-context (plan) */
     int64_t mem_cap;         /* --mem-cap BYTES (0 = the device's) */
     int64_t host_mem_cap;    /* --host-mem-cap BYTES (0 = unlimited / profile) */
     char comm[8];            /* --comm nccl|mpi (cuda; default nccl) */
