@@ -64,3 +64,13 @@ cpb_cli_test(model_config_run_model_scope ${CPB_EXPECT} 0 - "upipe on Qwen3-32B~
   --scope model --seq-stop 1M)
 cpb_cli_test(model_config_multimodal ${CPB_EXPECT} 0 - "ulysses on Mistral-Small-3.1-24B~" --
   ${CPBENCH} run --backend sim --method ulysses --model-config ${CPB_HF}/Mistral-Small-3.1-24B.json --gpus 8 --seq 1M)
+# plan: bad input exits 2 before any search
+cpb_cli_refusal(plan_bad_config "num_key_value_heads: expected a divisor of num_attention_heads"
+  ${CPBENCH} plan --model-config ${CPB_HF}/bad/kv-heads-not-divisor.json --gpus 8 --seq 1M --out ${CPB_CLI_DUMP})
+cpb_cli_refusal(plan_needs_a_length "give --seq S .* or --max-context"
+  ${CPBENCH} plan --model llama3-8b --gpus 8 --out ${CPB_CLI_DUMP})
+cpb_cli_refusal(plan_needs_gpus "--gpus C is required" ${CPBENCH} plan --model llama3-8b --seq 1M --out ${CPB_CLI_DUMP})
+cpb_cli_refusal(plan_not_a_method "searches every method" ${CPBENCH} plan --model llama3-8b --gpus 8 --seq 1M
+  --method ulysses --out ${CPB_CLI_DUMP})
+cpb_cli_refusal(plan_on_the_simulator "searches on the simulator" ${CPBENCH} plan --backend cpu --model llama3-8b
+  --gpus 8 --seq 1M --out ${CPB_CLI_DUMP})
