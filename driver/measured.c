@@ -77,6 +77,13 @@ int cpb_run_measured(cpb_ctx *ctx, const cpb_problem *p, const cpb_method *m, in
     for (int it = 0; rc == CPB_OK && it < warmup + iters; it++) {
         cpb_reset_stats(ctx);
         *it_row = *row;
+        /* again after the warm-up: what the libraries set up at their first use (NCCL's
+         * lazily connected buffers, cuBLAS) is the baseline, not the method's memory */
+        if (it == warmup && warmup > 0 && be->mem_highwater_reset && (rc = be->mem_highwater_reset(ctx)) != CPB_OK) {
+            cpb_row_set_status(it_row, rc, cpb_errmsg(ctx));
+            best = *it_row;
+            break;
+        }
         rc = step(ctx, m, &L, it, it_row);
         if (rc != CPB_OK) {
             best = *it_row;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ranks.h"
 #include "verify_inputs.h"
 
 /* ---------------------------------------------------------------- setup */
@@ -268,6 +269,9 @@ int cpb_trial_step(cpb_ctx *ctx, const cpb_method *m, cpb_layer *L, cpb_row *r)
     double t0 = 0, t1 = 0, t2 = 0;
     int rc = cpb_range_push(ctx, "trial");
     if (rc == CPB_OK) rc = cpb_sync(ctx);
+    /* every rank starts its clock together: a late rank's lateness is not a step's time
+     * (every rank of a measured step arrives here, whatever its status, so none waits alone) */
+    if (timed && cpb_world_size(ctx) > 1) cpb_agree_barrier();
     if (rc == CPB_OK) {
         t0 = now_s(ctx);
         phase_begin(&ctx->dev);

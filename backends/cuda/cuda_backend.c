@@ -19,6 +19,7 @@ int cuda_fail(cpb_ctx *ctx, cudaError_t e, const char *what)
                        : e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice
                            ? "no usable GPU or driver: run on a GPU machine (cpbench list says what is present)"
                            : "a CUDA error: rerun with CUDA_LAUNCH_BLOCKING=1 and compute-sanitizer to locate it";
+    (void)cudaGetLastError(); /* handled here: not the next launch's error */
     return cpb_fail(ctx, code, "cuda backend: %s failed: %s (%s); %s", what, cudaGetErrorString(e),
                     cudaGetErrorName(e), hint);
 }
@@ -57,6 +58,7 @@ static int cuda_device_info(cpb_ctx *ctx, cpb_device_info *out)
     snprintf(out->name, sizeof out->name, "%s", prop.name);
     out->total_bytes = (int64_t)prop.totalGlobalMem;
     out->num_sms = prop.multiProcessorCount;
+    out->max_pitch_bytes = (int64_t)cuda_st(ctx)->mem_pitch; /* cudaDevAttrMaxPitch, read at init */
     return CPB_OK;
 }
 
@@ -100,7 +102,34 @@ static int init_mpi(cpb_ctx *ctx, cuda_state *st)
         return cpb_fail(ctx, CPB_ERR_COMM, "cuda backend: MPI_Comm_split_type (node-local ranks) failed");
     MPI_Comm_rank(local, &st->local_rank);
     MPI_Comm_size(local, &st->local_size);
-    MPI_Comm_free(&local);
+    st->local = local;
+    return CPB_OK;
+}
+
+/* The GPU this rank runs on, and how many ranks of its node share it.  Ranks are told apart
+ * from GPUs by device identity (PCI bus id), not by counting: under SLURM's
+ * --gpus-per-task=1 every rank sees one device, device 0, and each is a different GPU. */
+static int choose_device(cpb_ctx *ctx, cuda_state *st, int ndev)
+{
+    st->device = st->local_rank % ndev;
+    char bus[32] = "";
+    CUDA_TRY(ctx, cudaDeviceGetPCIBusId(bus, (int)sizeof bus, st->device));
+    st->gpu_sharers = 1;
+    if (st->local == MPI_COMM_NULL) return CPB_OK;
+    char *all = calloc((size_t)st->local_size, sizeof bus);
+    if (!all) return cpb_fail(ctx, CPB_ERR_NOMEM_HOST, "cuda backend: out of host memory");
+    MPI_Allgather(bus, (int)sizeof bus, MPI_CHAR, all, (int)sizeof bus, MPI_CHAR, st->local);
+    int shared = 0;
+    for (int r = 0; r < st->local_size; r++) shared += strcmp(all + r * sizeof bus, bus) == 0;
+    free(all);
+    st->gpu_sharers = shared;
+    int worst = shared;
+    MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (ctx->world > 1 && !st->comm_mpi && worst > 1)
+        return cpb_fail(ctx, CPB_ERR_INVALID,
+                        "cuda backend: %d ranks on one node share a GPU (this rank: %d on %s): NCCL refuses two ranks "
+                        "on one GPU; start one rank per GPU, or use --comm mpi for a correctness run on a shared GPU",
+                        worst, shared, bus);
     return CPB_OK;
 }
 
@@ -110,6 +139,7 @@ static int cuda_init(cpb_ctx *ctx)
     if (!st) return cpb_fail(ctx, CPB_ERR_NOMEM_HOST, "cuda backend: out of host memory for its state");
     ctx->bs = st;
     st->local_size = 1;
+    st->local = MPI_COMM_NULL;
     st->comm_mpi = ctx->opts.comm && strcmp(ctx->opts.comm, "mpi") == 0;
     if (ctx->opts.comm && ctx->opts.comm[0] && !st->comm_mpi && strcmp(ctx->opts.comm, "nccl") != 0)
         return cpb_fail(ctx, CPB_ERR_INVALID, "cuda backend: --comm '%s' is not nccl or mpi", ctx->opts.comm);
@@ -124,14 +154,12 @@ static int cuda_init(cpb_ctx *ctx)
     int ndev = cuda_probe(why, sizeof why);
     if (ndev <= 0)
         return cpb_fail(ctx, CPB_ERR_UNSUPPORTED, "cuda backend: no GPU present (%s); use --backend cpu or sim here", why);
-    if (ctx->world > 1 && !st->comm_mpi && st->local_size > ndev)
-        return cpb_fail(ctx, CPB_ERR_INVALID,
-                        "cuda backend: %d ranks on this node but %d GPU(s): NCCL refuses two ranks on one GPU; "
-                        "start one rank per GPU, or use --comm mpi for a correctness run on a shared GPU",
-                        st->local_size, ndev);
-    st->device = st->local_rank % ndev;
+    CPB_TRY(choose_device(ctx, st, ndev));
     CUDA_TRY(ctx, cudaSetDevice(st->device));
     CUDA_TRY(ctx, cudaFree(0)); /* create the context now: it belongs to the baseline */
+    int pitch = 0;
+    CUDA_TRY(ctx, cudaDeviceGetAttribute(&pitch, cudaDevAttrMaxPitch, st->device));
+    st->mem_pitch = (size_t)pitch;
     CPB_TRY(cuda_mem_init(ctx));
 #ifdef CPB_HAVE_NVTX
     st->nvtx = nvtxDomainCreateA("cpbench");
@@ -166,19 +194,24 @@ static void cuda_finalize(cpb_ctx *ctx)
     cudaSetDevice(st->device);
     for (int s = 0; s < CPB_MAX_STREAMS; s++)
         if (st->streams[s]) cudaStreamSynchronize(st->streams[s]);
-    for (int s = 0; s < CPB_MAX_STREAMS; s++) {
+    for (int s = 0; s < CPB_MAX_STREAMS; s++)
         if (st->blas[s]) cublasDestroy(st->blas[s]);
-        if (st->seg_dev[s]) cudaFree(st->seg_dev[s]);
-    }
     for (int i = 0; i < st->nevents_cap; i++)
         if (st->events[i]) cudaEventDestroy(st->events[i]);
+    for (int s = 0; s < CPB_MAX_STREAMS; s++)
+        for (int i = 0; i < CUDA_PROGRESS_EVENTS; i++)
+            if (st->prog[s][i]) cudaEventDestroy(st->prog[s][i]);
     free(st->events);
+    cuda_pinned_fini(ctx);
     cuda_mem_fini(ctx);
     for (int s = 0; s < CPB_MAX_STREAMS; s++)
         if (st->streams[s]) cudaStreamDestroy(st->streams[s]);
 #ifdef CPB_HAVE_NVTX
     if (st->nvtx) nvtxDomainDestroy(st->nvtx);
 #endif
+    int mpi_fin = 0;
+    MPI_Finalized(&mpi_fin); /* main finalizes MPI; a context ended after that has no communicator left to free */
+    if (st->local != MPI_COMM_NULL && !mpi_fin) MPI_Comm_free(&st->local);
     free(st);
     ctx->bs = NULL;
 }
@@ -190,10 +223,15 @@ static int cuda_stream_create(cpb_ctx *ctx, int id, const char *name)
     cuda_state *st = cuda_st(ctx);
     if (id < 0 || id >= CPB_MAX_STREAMS)
         return cpb_fail(ctx, CPB_ERR_INVALID, "cuda backend: stream id %d out of range", id);
-    /* cuBLAS handle and RoPE segment table are start-up memory: part of the baseline */
+    /* the cuBLAS handle is start-up memory: part of the baseline */
     size_t free0 = 0, free1 = 0, total = 0;
     cudaMemGetInfo(&free0, &total);
-    CUDA_TRY(ctx, cudaStreamCreateWithFlags(&st->streams[id], cudaStreamNonBlocking));
+    /* every stream but compute carries collectives or transfers that attention must not
+     * hold up: the greatest priority */
+    int least = 0, greatest = 0;
+    CUDA_TRY(ctx, cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    CUDA_TRY(ctx, cudaStreamCreateWithPriority(&st->streams[id], cudaStreamNonBlocking,
+                                               id == CPB_STREAM_COMPUTE ? least : greatest));
     cublasStatus_t bs = cublasCreate(&st->blas[id]);
     if (bs != CUBLAS_STATUS_SUCCESS) return cublas_fail(ctx, bs, "cublasCreate");
     bs = cublasSetStream(st->blas[id], st->streams[id]);
@@ -201,28 +239,35 @@ static int cuda_stream_create(cpb_ctx *ctx, int id, const char *name)
     /* until the tracked workspace exists, cuBLAS works without one (no hidden memory);
      * should this cuBLAS refuse that, its own default workspace stays (in the baseline) */
     (void)cublasSetWorkspace(st->blas[id], NULL, 0);
-    CUDA_TRY(ctx, cudaMalloc((void **)&st->seg_dev[id], sizeof(int64_t) * (2 * CPB_MAX_SEGS + 1)));
     cudaMemGetInfo(&free1, &total);
     cuda_mem_rebaseline(ctx, (int64_t)free0 - (int64_t)free1);
+    /* the watchdog's progress events (cuda_comm.c), made now rather than in a step */
+    for (int i = 0; i < CUDA_PROGRESS_EVENTS; i++)
+        CUDA_TRY(ctx, cudaEventCreateWithFlags(&st->prog[id][i], cudaEventDisableTiming));
     (void)name;
-    return CPB_OK;
+    /* its NCCL communicators with the groups made so far */
+    return cuda_comm_stream_added(ctx, id);
 }
 
+/* The event of runtime id `ev`: slot ev - ev_base.  Slots are reused after every cuda_sync
+ * (all their records are complete then), so a step creates no events once the first one
+ * made them. */
 static int event_slot(cpb_ctx *ctx, int ev, cudaEvent_t *out)
 {
     cuda_state *st = cuda_st(ctx);
-    if (ev < 0) return cpb_fail(ctx, CPB_ERR_INVALID, "cuda backend: event id %d", ev);
-    if (ev >= st->nevents_cap) {
+    if (ev < st->ev_base) return cpb_fail(ctx, CPB_ERR_INVALID, "cuda backend: event %d was recorded before the last sync", ev);
+    int slot = ev - st->ev_base;
+    if (slot >= st->nevents_cap) {
         int cap = st->nevents_cap ? st->nevents_cap : 256;
-        while (cap <= ev) cap *= 2;
+        while (cap <= slot) cap *= 2;
         cudaEvent_t *e = realloc(st->events, sizeof *e * (size_t)cap);
         if (!e) return cpb_fail(ctx, CPB_ERR_NOMEM_HOST, "cuda backend: out of host memory for events");
         memset(e + st->nevents_cap, 0, sizeof *e * (size_t)(cap - st->nevents_cap));
         st->events = e;
         st->nevents_cap = cap;
     }
-    if (!st->events[ev]) CUDA_TRY(ctx, cudaEventCreateWithFlags(&st->events[ev], cudaEventDisableTiming));
-    *out = st->events[ev];
+    if (!st->events[slot]) CUDA_TRY(ctx, cudaEventCreateWithFlags(&st->events[slot], cudaEventDisableTiming));
+    *out = st->events[slot];
     return CPB_OK;
 }
 
@@ -236,6 +281,7 @@ static int cuda_event_record(cpb_ctx *ctx, int stream, int ev)
 
 static int cuda_stream_wait(cpb_ctx *ctx, int stream, int ev)
 {
+    if (ev < cuda_st(ctx)->ev_base) return CPB_OK; /* recorded before the last sync: complete */
     cudaEvent_t e = NULL;
     CPB_TRY(event_slot(ctx, ev, &e));
     CUDA_TRY(ctx, cudaStreamWaitEvent(cuda_st(ctx)->streams[stream], e, 0));
@@ -243,12 +289,12 @@ static int cuda_stream_wait(cpb_ctx *ctx, int stream, int ev)
 }
 
 /* the host waits for this context's streams (not the whole device: other ranks may share
- * it in --comm mpi runs) */
+ * it in --comm mpi runs), watching the NCCL communicators meanwhile (cuda_comm.c); then
+ * every event recorded so far is complete and its slot free again */
 static int cuda_sync(cpb_ctx *ctx)
 {
-    cuda_state *st = cuda_st(ctx);
-    for (int s = 0; s < ctx->nstreams; s++)
-        if (st->streams[s]) CUDA_TRY(ctx, cudaStreamSynchronize(st->streams[s]));
+    CPB_TRY(cuda_wait_streams(ctx));
+    cuda_st(ctx)->ev_base = ctx->nevents;
     return CPB_OK;
 }
 

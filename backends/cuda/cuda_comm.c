@@ -1,10 +1,16 @@
 /* cuda_comm.c — groups and collectives of the cuda backend.
  *
- * NCCL (default): one communicator per (group, stream that issues its collectives),
- * created at the first collective on that pair — members issue a group's collectives in
- * the same order, so they create it together — with the unique id made by the group's
- * first member and broadcast over the group's MPI communicator.  Collectives on
- * different streams thus never share (and serialize on) a communicator.
+ * NCCL (default): one communicator per (group, stream), so collectives on different streams
+ * never share (and serialize on) one.  They are made eagerly, in one fixed order on every
+ * rank: when a group is made, one per existing stream (in stream order); when a stream is
+ * made, one per existing group (in group order) — every rank makes its streams and groups
+ * alike.  Before each, the members check that they all make the same one (same members,
+ * same stream name), so a rank out of order fails with a message instead of being paired
+ * with the wrong communicator.  The unique id is made by the group's first member and
+ * broadcast over the group's MPI communicator.  The host's waits (cpb_sync) watch the
+ * communicators: an asynchronous NCCL error, or no progress for CPB_CUDA_WATCHDOG_S
+ * seconds (600 by default; 0 turns it off), aborts them all and fails, instead of hanging
+ * on a dead peer.
  *
  * --comm mpi: the stream is synchronized, the data staged through pinned host memory and
  * moved with MPI (bf16 reductions summed in fp32), then copied back.  Slow, but it lets
@@ -15,9 +21,65 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cpb_bf16.h"
 #include "cuda_internal.h"
+
+/* ---------------------------------------------------------------- NCCL communicators */
+
+#ifdef CPB_HAVE_NCCL
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+/* the communicator of (group g, stream): made by every member at once (module comment) */
+static int nccl_create(cpb_ctx *ctx, cpb_group *g, int stream)
+{
+    cuda_state *st = cuda_st(ctx);
+    cuda_group *cg = g->be;
+    if (st->comm_mpi || g->size == 1 || cg->nccl[stream]) return CPB_OK;
+    if (cg->mpi == MPI_COMM_NULL)
+        return cpb_fail(ctx, CPB_ERR_COMM, "cuda backend: a group of %d needs MPI to bootstrap NCCL (start with mpirun)",
+                        g->size);
+    const char *sname = ctx->stream_names[stream];
+    uint64_t key = fnv(fnv(1469598103934665603ull, g->ranks, sizeof(int) * (size_t)g->size), sname, strlen(sname));
+    uint64_t *keys = malloc(sizeof *keys * (size_t)g->size);
+    if (!keys) return cpb_fail(ctx, CPB_ERR_NOMEM_HOST, "cuda backend: out of host memory");
+    int rc = MPI_Allgather(&key, 1, MPI_UINT64_T, keys, 1, MPI_UINT64_T, cg->mpi);
+    int odd = -1;
+    for (int i = 0; rc == MPI_SUCCESS && i < g->size; i++)
+        if (keys[i] != key) odd = i;
+    free(keys);
+    if (rc != MPI_SUCCESS) return cpb_fail(ctx, CPB_ERR_COMM, "cuda backend: MPI_Allgather of the NCCL communicator keys failed");
+    if (odd >= 0)
+        return cpb_fail(ctx, CPB_ERR_COMM,
+                        "cuda backend: rank %d of group %d makes the NCCL communicator for stream '%s' while group member "
+                        "%d makes another one: ranks must create streams and groups in the same order",
+                        ctx->rank, g->id, sname, odd);
+    ncclUniqueId id;
+    memset(&id, 0, sizeof id);
+    ncclResult_t r = g->rank == 0 ? ncclGetUniqueId(&id) : ncclSuccess;
+    rc = MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, cg->mpi);
+    if (rc != MPI_SUCCESS) return cpb_fail(ctx, CPB_ERR_COMM, "cuda backend: MPI_Bcast of the NCCL id failed");
+    /* NCCL's buffers are start-up memory: outside the tracked allocator, in the baseline */
+    size_t f0 = 0, f1 = 0, total = 0;
+    cudaMemGetInfo(&f0, &total);
+    if (r == ncclSuccess) r = ncclCommInitRank(&cg->nccl[stream], g->size, id, g->rank);
+    if (r != ncclSuccess) {
+        cg->nccl[stream] = NULL;
+        return cpb_fail(ctx, CPB_ERR_COMM, "cuda backend: making the NCCL communicator of group %d, stream '%s' failed: "
+                        "%s (%s); rerun with NCCL_DEBUG=WARN", g->id, sname, ncclGetErrorString(r), ncclGetLastError(NULL));
+    }
+    cudaMemGetInfo(&f1, &total);
+    cuda_mem_rebaseline(ctx, (int64_t)f0 - (int64_t)f1);
+    return CPB_OK;
+}
+#endif
 
 /* ---------------------------------------------------------------- groups */
 
@@ -46,6 +108,20 @@ int cuda_group_create(cpb_ctx *ctx, cpb_group *g)
         }
     }
     g->be = cg;
+#ifdef CPB_HAVE_NCCL
+    for (int s = 0; s < ctx->nstreams; s++) CPB_TRY(nccl_create(ctx, g, s));
+#endif
+    return CPB_OK;
+}
+
+int cuda_comm_stream_added(cpb_ctx *ctx, int stream)
+{
+#ifdef CPB_HAVE_NCCL
+    for (int i = 0; i < ctx->ngroups; i++)
+        if (ctx->groups[i] && ctx->groups[i]->be) CPB_TRY(nccl_create(ctx, ctx->groups[i], stream));
+#else
+    (void)ctx, (void)stream;
+#endif
     return CPB_OK;
 }
 
@@ -110,24 +186,9 @@ static int nccl_fail(cpb_ctx *ctx, const cpb_coll *c, ncclResult_t r, const char
 static int nccl_comm(cpb_ctx *ctx, const cpb_coll *c, ncclComm_t *out)
 {
     cuda_group *cg = c->g->be;
-    if (cg->nccl[c->stream]) {
-        *out = cg->nccl[c->stream];
-        return CPB_OK;
-    }
-    if (cg->mpi == MPI_COMM_NULL)
-        return cpb_fail(ctx, CPB_ERR_COMM, "%s: a group of %d needs MPI to bootstrap NCCL (start with mpirun)", c->name,
-                        c->g->size);
-    ncclUniqueId id;
-    memset(&id, 0, sizeof id);
-    if (c->g->rank == 0) NCCL_TRY(ncclGetUniqueId(&id));
-    int rc = MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, cg->mpi);
-    if (rc != MPI_SUCCESS) return mpi_fail(ctx, c, rc, "MPI_Bcast of the NCCL id");
-    /* NCCL's buffers are start-up memory: outside the tracked allocator, in the baseline */
-    size_t f0 = 0, f1 = 0, total = 0;
-    cudaMemGetInfo(&f0, &total);
-    NCCL_TRY(ncclCommInitRank(&cg->nccl[c->stream], c->g->size, id, c->g->rank));
-    cudaMemGetInfo(&f1, &total);
-    cuda_mem_rebaseline(ctx, (int64_t)f0 - (int64_t)f1);
+    if (!cg->nccl[c->stream])
+        return cpb_fail(ctx, CPB_ERR_COMM, "%s: group %d has no NCCL communicator for stream '%s' (it was not made "
+                        "with the group or the stream, or was aborted)", c->name, c->g->id, ctx->stream_names[c->stream]);
     *out = cg->nccl[c->stream];
     return CPB_OK;
 }
@@ -148,22 +209,31 @@ static int nccl_coll(cpb_ctx *ctx, const cpb_coll *c, cudaStream_t s)
         if (chunk)
             CUDA_TRY(ctx, cudaMemcpyAsync(rp + (size_t)me * chunk * es, sp + (size_t)me * chunk * es, chunk * es,
                                           cudaMemcpyDeviceToDevice, s));
+        /* never return between ncclGroupStart and ncclGroupEnd: the group would stay open */
         NCCL_TRY(ncclGroupStart());
-        for (int p = 0; p < size; p++) {
+        ncclResult_t r = ncclSuccess;
+        const char *what = "ncclSend";
+        for (int p = 0; p < size && r == ncclSuccess; p++) {
             if (p == me || chunk == 0) continue;
-            NCCL_TRY(ncclSend(sp + (size_t)p * chunk * es, chunk, t, p, comm, s));
-            NCCL_TRY(ncclRecv(rp + (size_t)p * chunk * es, chunk, t, p, comm, s));
+            r = ncclSend(sp + (size_t)p * chunk * es, chunk, t, p, comm, s);
+            if (r == ncclSuccess) r = ncclRecv(rp + (size_t)p * chunk * es, chunk, t, p, comm, s), what = "ncclRecv";
+            else what = "ncclSend";
         }
-        NCCL_TRY(ncclGroupEnd());
+        ncclResult_t r2 = ncclGroupEnd();
+        if (r != ncclSuccess) return nccl_fail(ctx, c, r, what);
+        if (r2 != ncclSuccess) return nccl_fail(ctx, c, r2, "ncclGroupEnd");
         return CPB_OK;
     }
     case CPB_COLL_SENDRECV: {
         size_t nr = (size_t)cpb_view_count(&c->recv);
         if (c->dst == me && c->src == me) return local_coll(ctx, c, s);
         NCCL_TRY(ncclGroupStart());
-        if (n) NCCL_TRY(ncclSend(sp, n, t, c->dst, comm, s));
-        if (nr) NCCL_TRY(ncclRecv(rp, nr, t, c->src, comm, s));
-        NCCL_TRY(ncclGroupEnd());
+        ncclResult_t r = n ? ncclSend(sp, n, t, c->dst, comm, s) : ncclSuccess;
+        const char *what = "ncclSend";
+        if (r == ncclSuccess && nr) r = ncclRecv(rp, nr, t, c->src, comm, s), what = "ncclRecv";
+        ncclResult_t r2 = ncclGroupEnd();
+        if (r != ncclSuccess) return nccl_fail(ctx, c, r, what);
+        if (r2 != ncclSuccess) return nccl_fail(ctx, c, r2, "ncclGroupEnd");
         return CPB_OK;
     }
     case CPB_COLL_BROADCAST: NCCL_TRY(ncclBroadcast(sp, sp, n, t, c->root, comm, s)); return CPB_OK;
@@ -256,6 +326,20 @@ static int mpi_coll(cpb_ctx *ctx, const cpb_coll *c, cudaStream_t s)
 
 /* ---------------------------------------------------------------- entry */
 
+/* an event after the stream's collective: the watchdog's sign of progress */
+static void mark_progress(cuda_state *st, int stream)
+{
+    unsigned h = st->prog_head[stream];
+    if (h - st->prog_tail[stream] >= CUDA_PROGRESS_EVENTS) return; /* the ring is full: enough signs */
+    cudaEvent_t e = st->prog[stream][h % CUDA_PROGRESS_EVENTS];
+    if (!e) return;
+    if (cudaEventRecord(e, st->streams[stream]) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return;
+    }
+    st->prog_head[stream] = h + 1;
+}
+
 int cuda_run_coll(cpb_ctx *ctx, const cpb_coll *c)
 {
     cuda_state *st = cuda_st(ctx);
@@ -265,8 +349,113 @@ int cuda_run_coll(cpb_ctx *ctx, const cpb_coll *c)
     if (c->g->size == 1) return local_coll(ctx, c, s);
     if (st->comm_mpi) return mpi_coll(ctx, c, s);
 #ifdef CPB_HAVE_NCCL
-    return nccl_coll(ctx, c, s);
+    CPB_TRY(nccl_coll(ctx, c, s));
+    mark_progress(st, c->stream);
+    return CPB_OK;
 #else
     return mpi_coll(ctx, c, s);
 #endif
+}
+
+/* ---------------------------------------------------------------- the host's wait */
+
+#ifdef CPB_HAVE_NCCL
+static void abort_all(cpb_ctx *ctx)
+{
+    for (int i = 0; i < ctx->ngroups; i++) {
+        cuda_group *cg = ctx->groups[i] ? ctx->groups[i]->be : NULL;
+        for (int s = 0; cg && s < CPB_MAX_STREAMS; s++)
+            if (cg->nccl[s]) {
+                ncclCommAbort(cg->nccl[s]);
+                cg->nccl[s] = NULL;
+            }
+    }
+}
+
+/* the first asynchronous error of this context's communicators */
+static ncclResult_t async_error(cpb_ctx *ctx, int *group)
+{
+    for (int i = 0; i < ctx->ngroups; i++) {
+        cuda_group *cg = ctx->groups[i] ? ctx->groups[i]->be : NULL;
+        for (int s = 0; cg && s < CPB_MAX_STREAMS; s++) {
+            ncclResult_t ae = ncclSuccess;
+            if (cg->nccl[s] && ncclCommGetAsyncError(cg->nccl[s], &ae) == ncclSuccess && ae != ncclSuccess &&
+                ae != ncclInProgress) {
+                *group = ctx->groups[i]->id;
+                return ae;
+            }
+        }
+    }
+    return ncclSuccess;
+}
+#endif
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Wait for every stream of this context by polling, so that a collective that never ends
+ * (a failed or hung peer: NCCL's asynchronous error may never say so on one node) ends
+ * the run with an error: progress is a stream going idle or a collective completing */
+int cuda_wait_streams(cpb_ctx *ctx)
+{
+    cuda_state *st = cuda_st(ctx);
+    static double limit = -1;
+    if (limit < 0) {
+        const char *e = getenv("CPB_CUDA_WATCHDOG_S");
+        limit = e && *e ? atof(e) : 600.0;
+    }
+    double last = now_s(), checked = 0;
+    int busy_last = -1;
+    useconds_t pause = 20;
+    for (;;) {
+        int busy = 0, progress = 0;
+        for (int s = 0; s < ctx->nstreams; s++) {
+            if (!st->streams[s]) continue;
+            while (st->prog_tail[s] != st->prog_head[s]) {
+                cudaError_t q = cudaEventQuery(st->prog[s][st->prog_tail[s] % CUDA_PROGRESS_EVENTS]);
+                if (q == cudaErrorNotReady) break;
+                if (q != cudaSuccess) return cuda_fail(ctx, q, "cudaEventQuery (waiting for the streams)");
+                st->prog_tail[s]++;
+                progress = 1;
+            }
+            cudaError_t e = cudaStreamQuery(st->streams[s]);
+            if (e == cudaErrorNotReady) {
+                (void)cudaGetLastError();
+                busy++;
+            } else if (e != cudaSuccess) {
+                return cuda_fail(ctx, e, "cudaStreamQuery (waiting for the streams)");
+            }
+        }
+        if (!busy) return CPB_OK;
+        double t = now_s();
+        if (busy != busy_last || progress) busy_last = busy, last = t;
+#ifdef CPB_HAVE_NCCL
+        int g = -1;
+        ncclResult_t ae = ncclSuccess;
+        if (t - checked > 0.05) { /* the communicators' errors, 20 times a second */
+            checked = t;
+            ae = async_error(ctx, &g);
+        }
+        if (ae != ncclSuccess) {
+            abort_all(ctx);
+            return cpb_fail(ctx, CPB_ERR_COMM, "cuda backend: NCCL reports an asynchronous error on group %d: %s (%s); "
+                            "every NCCL communicator aborted", g, ncclGetErrorString(ae), ncclGetLastError(NULL));
+        }
+        if (limit > 0 && t - last > limit) {
+            abort_all(ctx);
+            return cpb_fail(ctx, CPB_ERR_COMM,
+                            "cuda backend: no progress for %.0f s waiting for %d stream(s) (a peer rank may have failed "
+                            "or hung); every NCCL communicator aborted (CPB_CUDA_WATCHDOG_S sets the limit)",
+                            t - last, busy);
+        }
+#else
+        (void)limit, (void)last, (void)checked;
+#endif
+        usleep(pause);
+        if (pause < 1000) pause *= 2;
+    }
 }

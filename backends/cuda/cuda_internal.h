@@ -16,8 +16,9 @@
 
 #include "cpb_backend.h"
 
-/* per-group communicators: MPI for bootstrap and --comm mpi, NCCL per issuing stream so
- * collectives on different streams never share (and serialize on) one communicator */
+/* per-group communicators: MPI for bootstrap and --comm mpi, NCCL per stream so collectives
+ * on different streams never share (and serialize on) one communicator; made eagerly, when
+ * the group or the stream is created (cuda_comm.c) */
 typedef struct cuda_group {
     MPI_Comm mpi; /* MPI_COMM_NULL when the world is one process without MPI */
 #ifdef CPB_HAVE_NCCL
@@ -25,20 +26,41 @@ typedef struct cuda_group {
 #endif
 } cuda_group;
 
+/* a pinned host block, kept across trials (cuda_mem.c) */
+typedef struct cuda_pinned {
+    void *p;
+    size_t bytes;
+    int in_use;
+    cudaEvent_t done;    /* recorded on the free stream when the block was last released */
+    int done_pending;    /* a stream must wait on `done` before its first use of the block */
+    unsigned waited;     /* streams (bits) that have waited since */
+} cuda_pinned;
+
 typedef struct cuda_state {
     int device;
     int use_mpi;       /* MPI ranks */
     int comm_mpi;      /* --comm mpi: collectives staged through host memory over MPI */
     int local_rank, local_size;
+    MPI_Comm local;    /* this node's ranks (MPI_COMM_NULL without MPI) */
     cudaStream_t streams[CPB_MAX_STREAMS];
-    cudaEvent_t *events; /* by runtime event id (ordering events, timing disabled) */
+    /* ordering events (timing disabled), reused: runtime event id `id` uses slot id - ev_base;
+     * ids below ev_base were recorded before the last cuda_sync and are complete */
+    cudaEvent_t *events;
     int nevents_cap;
+    int ev_base;
     cudaMemPool_t pool;
     cublasHandle_t blas[CPB_MAX_STREAMS]; /* one per stream: each has its own workspace */
     cpb_buf *gemm_ws[CPB_MAX_STREAMS];    /* tracked GEMM workspace per stream (lazy) */
-    int64_t *seg_dev[CPB_MAX_STREAMS];    /* RoPE segment tables (2*CPB_MAX_SEGS+1 int64) */
+    size_t mem_pitch;                     /* cudaDevAttrMaxPitch: the largest 2-D copy pitch */
+    int gpu_sharers;                      /* node-local ranks on this GPU (PCI bus id), this one included */
+    /* events after collectives, per stream: the watchdog's signs of progress (cuda_comm.c) */
+#define CUDA_PROGRESS_EVENTS 32
+    cudaEvent_t prog[CPB_MAX_STREAMS][CUDA_PROGRESS_EVENTS];
+    unsigned prog_head[CPB_MAX_STREAMS], prog_tail[CPB_MAX_STREAMS];
+    cuda_pinned *pinned;                  /* pinned host blocks, reused across trials */
+    int npinned, pinned_cap;
     int64_t total_mem;
-    int64_t baseline_used; /* device bytes used by CUDA/cuBLAS/NCCL start-up */
+    int64_t baseline_used; /* device bytes used outside the pool: CUDA/cuBLAS/NCCL start-up */
     int64_t used_high;     /* high-water of (used - baseline) */
     void *stage;           /* pinned host staging for --comm mpi and uploads */
     size_t stage_bytes;
@@ -55,6 +77,8 @@ static inline cuda_state *cuda_st(cpb_ctx *ctx)
 }
 
 /* errors as values: name the call, the CUDA message and what to do */
+/* (clears the thread's last CUDA error: a handled error is not reported again by the next
+ * kernel launch's cudaGetLastError) */
 int cuda_fail(cpb_ctx *ctx, cudaError_t e, const char *what);
 int cublas_fail(cpb_ctx *ctx, cublasStatus_t s, const char *what);
 
@@ -84,6 +108,7 @@ const cpb_backend *cpb_backend_cuda_get(void);
 int cuda_mem_init(cpb_ctx *ctx);
 void cuda_mem_fini(cpb_ctx *ctx);
 void cuda_mem_sample(cpb_ctx *ctx);          /* update the device-used high-water */
+void cuda_pinned_fini(cpb_ctx *ctx);
 void cuda_mem_rebaseline(cpb_ctx *ctx, int64_t startup_bytes); /* NCCL start-up mid-run */
 int cuda_alloc(cpb_ctx *ctx, cpb_buf *buf);
 /* Device memory is taken from the pool on the buffer's first-use stream (stream-ordered
@@ -104,5 +129,9 @@ int cuda_download(cpb_ctx *ctx, cpb_view src, float *dst);
 int cuda_group_create(cpb_ctx *ctx, cpb_group *g);
 void cuda_group_destroy(cpb_ctx *ctx, cpb_group *g);
 int cuda_run_coll(cpb_ctx *ctx, const cpb_coll *c);
+/* a new stream's NCCL communicators with every group made so far (cuda_comm.c) */
+int cuda_comm_stream_added(cpb_ctx *ctx, int stream);
+/* the host waits for this context's streams while watching its NCCL communicators */
+int cuda_wait_streams(cpb_ctx *ctx);
 
 #endif

@@ -32,14 +32,13 @@ cudaError_t cpbk_from_f32(cudaStream_t s, kview dst, const float *src);
 cudaError_t cpbk_to_f32(cudaStream_t s, float *dst, kview src);
 
 /* RoPE positions as a segment table: nseg+1 start rows (prefix sums) then nseg start
- * positions.  Up to CPBK_ROPE_INLINE_SEGS segments travel as a kernel argument (nothing
- * to stage); longer lists come as a device array (dev != NULL). */
+ * positions, at most CPBK_ROPE_INLINE_SEGS segments, passed as a kernel argument (callers
+ * with more segments launch once per group of segments) */
 #define CPBK_ROPE_INLINE_SEGS 64
 typedef struct kseg_inline {
     int64_t t[2 * CPBK_ROPE_INLINE_SEGS + 1];
 } kseg_inline;
-cudaError_t cpbk_rope(cudaStream_t s, kview x, const kseg_inline *inl, const int64_t *dev, int nseg,
-                      double base, int inverse);
+cudaError_t cpbk_rope(cudaStream_t s, kview x, const kseg_inline *segs, int nseg, double base, int inverse);
 /* delta (fp32 [heads][rows] view with dim 1) = rowsum(dO * o) */
 cudaError_t cpbk_delta(cudaStream_t s, kview o, kview d_o, kview delta);
 cudaError_t cpbk_lse_merge(cudaStream_t s, kview o_acc, kview lse_acc, kview o_part,

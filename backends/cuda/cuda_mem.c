@@ -1,8 +1,14 @@
 /* cuda_mem.c — device memory behind the tracked allocator: a stream-ordered CUDA memory
  * pool with no hidden cross-stream reuse, the reserved and device-used high-waters of
- * DESIGN section 3, pinned host buffers, and the pinned staging area of --comm mpi. */
+ * DESIGN section 3, pinned host buffers (kept across trials), and the pinned staging area
+ * of --comm mpi.
+ *
+ * Driver-level used memory is sampled when the high-waters are read and reset, not after
+ * every allocation: within a trial it only grows (the pool keeps what it reserved, release
+ * threshold unlimited), so its value at the end is the high-water. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cuda_internal.h"
 
@@ -41,12 +47,7 @@ int cuda_mem_init(cpb_ctx *ctx)
     st->baseline_used = (int64_t)total - (int64_t)fr;
     st->used_high = 0;
     /* default capacity: what is left after start-up, shared by the ranks on this GPU */
-    if (ctx->opts.capacity <= 0) {
-        int per_gpu = 1;
-        int ndev = cuda_probe(NULL, 0);
-        if (ndev > 0 && st->local_size > ndev) per_gpu = (st->local_size + ndev - 1) / ndev;
-        ctx->dev.capacity = ((int64_t)fr) / per_gpu;
-    }
+    if (ctx->opts.capacity <= 0) ctx->dev.capacity = ((int64_t)fr) / (st->gpu_sharers > 0 ? st->gpu_sharers : 1);
     return CPB_OK;
 }
 
@@ -87,14 +88,100 @@ int cuda_mem_highwater(cpb_ctx *ctx, int64_t *reserved, int64_t *device_used)
     return CPB_OK;
 }
 
+/* The trial starts here: the high-waters restart, and the baseline becomes everything the
+ * device uses outside the pool now.  Called after the warm-up step, it takes in what NCCL
+ * connected lazily (per communication pattern, at the first use) and cuBLAS set up. */
 int cuda_mem_highwater_reset(cpb_ctx *ctx)
 {
     cuda_state *st = cuda_st(ctx);
-    uint64_t zero = 0; /* resets the high-water to the current reserved size */
+    uint64_t zero = 0, reserved = 0; /* zero resets the high-water to the current reserved size */
     CUDA_TRY(ctx, cudaMemPoolSetAttribute(st->pool, cudaMemPoolAttrReservedMemHigh, &zero));
+    CUDA_TRY(ctx, cudaMemPoolGetAttribute(st->pool, cudaMemPoolAttrReservedMemCurrent, &reserved));
+    st->baseline_used = used_now() - (int64_t)reserved;
     st->used_high = 0;
     cuda_mem_sample(ctx);
     return CPB_OK;
+}
+
+/* ---------------------------------------------------------------- pinned host blocks */
+
+/* Pinned memory is kept across trials, like PyTorch's pinned-memory allocator: the first
+ * (warm-up) step allocates it, later steps take the same blocks again, so no
+ * cudaMallocHost / cudaFreeHost (a device synchronization, seconds for many GiB) falls in a
+ * measured step.  A released block waits for its free stream's work with an event; the
+ * first use of the block on each stream waits on that event (cuda_ready).  The tracked
+ * host_peak_bytes is the front-end's, unchanged. */
+static size_t pinned_size(int64_t bytes)
+{
+    size_t g = (size_t)1 << 16;
+    return ((size_t)bytes + g - 1) / g * g;
+}
+
+static cuda_pinned *pinned_of(cuda_state *st, const void *p)
+{
+    for (int i = 0; i < st->npinned; i++)
+        if (st->pinned[i].p == p) return &st->pinned[i];
+    return NULL;
+}
+
+static int pinned_take(cpb_ctx *ctx, cpb_buf *buf)
+{
+    cuda_state *st = cuda_st(ctx);
+    size_t want = pinned_size(buf->bytes);
+    for (int i = 0; i < st->npinned; i++)
+        if (!st->pinned[i].in_use && st->pinned[i].bytes == want) {
+            st->pinned[i].in_use = 1;
+            st->pinned[i].waited = 0;
+            buf->ptr = st->pinned[i].p;
+            return CPB_OK;
+        }
+    /* a size no idle block has (a new shape): the idle blocks go, then a new one */
+    for (int i = 0; i < st->npinned;) {
+        if (st->pinned[i].in_use) {
+            i++;
+            continue;
+        }
+        cudaFreeHost(st->pinned[i].p);
+        cudaEventDestroy(st->pinned[i].done);
+        st->pinned[i] = st->pinned[--st->npinned];
+    }
+    if (st->npinned == st->pinned_cap) {
+        int cap = st->pinned_cap ? 2 * st->pinned_cap : 16;
+        cuda_pinned *np = realloc(st->pinned, sizeof *np * (size_t)cap);
+        if (!np) return cpb_fail(ctx, CPB_ERR_NOMEM_HOST, "cuda backend: out of host memory");
+        st->pinned = np;
+        st->pinned_cap = cap;
+    }
+    cuda_pinned *b = &st->pinned[st->npinned];
+    memset(b, 0, sizeof *b);
+    cudaError_t e = cudaMallocHost(&b->p, want);
+    if (e == cudaSuccess) e = cudaEventCreateWithFlags(&b->done, cudaEventDisableTiming);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        if (b->p) cudaFreeHost(b->p);
+        buf->ptr = NULL;
+        return cpb_fail(ctx, CPB_ERR_NOMEM_HOST,
+                        "cuda backend: cudaMallocHost of %.3f GiB for '%s' failed: %s; the host cannot pin more "
+                        "memory (lower --seq or --host-mem-cap)",
+                        buf->bytes / 1073741824.0, buf->name, cudaGetErrorString(e));
+    }
+    b->bytes = want;
+    b->in_use = 1;
+    st->npinned++;
+    buf->ptr = b->p;
+    return CPB_OK;
+}
+
+void cuda_pinned_fini(cpb_ctx *ctx)
+{
+    cuda_state *st = cuda_st(ctx);
+    for (int i = 0; i < st->npinned; i++) {
+        cudaFreeHost(st->pinned[i].p);
+        cudaEventDestroy(st->pinned[i].done);
+    }
+    free(st->pinned);
+    st->pinned = NULL;
+    st->npinned = st->pinned_cap = 0;
 }
 
 /* device buffers get their memory at first use (cuda_ready); host buffers now */
@@ -102,22 +189,23 @@ int cuda_alloc(cpb_ctx *ctx, cpb_buf *buf)
 {
     buf->ptr = NULL;
     if (!buf->host) return CPB_OK;
-    cudaError_t e = cudaMallocHost(&buf->ptr, (size_t)buf->bytes);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        buf->ptr = NULL;
-        return cpb_fail(ctx, CPB_ERR_NOMEM_HOST,
-                        "cuda backend: cudaMallocHost of %.3f GiB for '%s' failed: %s; the host cannot pin more "
-                        "memory (lower --seq or --host-mem-cap)",
-                        buf->bytes / 1073741824.0, buf->name, cudaGetErrorString(e));
-    }
-    return CPB_OK;
+    return pinned_take(ctx, buf);
 }
 
 int cuda_ready(cpb_ctx *ctx, cpb_buf *buf, int stream)
 {
-    if (!buf || buf->ptr) return CPB_OK;
+    if (!buf) return CPB_OK;
     cuda_state *st = cuda_st(ctx);
+    if (buf->host) {
+        /* a reused pinned block: this stream waits for the block's previous user, once */
+        cuda_pinned *b = pinned_of(st, buf->ptr);
+        if (b && b->done_pending && !(b->waited & (1u << stream))) {
+            CUDA_TRY(ctx, cudaStreamWaitEvent(st->streams[stream], b->done, 0));
+            b->waited |= 1u << stream;
+        }
+        return CPB_OK;
+    }
+    if (buf->ptr) return CPB_OK;
     cudaError_t e = cudaMallocFromPoolAsync(&buf->ptr, (size_t)buf->bytes, st->pool, st->streams[stream]);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
@@ -130,7 +218,6 @@ int cuda_ready(cpb_ctx *ctx, cpb_buf *buf, int stream)
                             buf->name, buf->bytes / 1073741824.0, cpb_tag_name(buf->tag));
         return cuda_fail(ctx, e, "cudaMallocFromPoolAsync");
     }
-    cuda_mem_sample(ctx);
     return CPB_OK;
 }
 
@@ -153,9 +240,15 @@ void cuda_release(cpb_ctx *ctx, cpb_buf *buf)
                  ? buf->free_stream
                  : CPB_STREAM_COMPUTE;
     if (buf->host) {
-        /* after the free stream's work; cudaFreeHost itself waits for the device */
-        cudaStreamSynchronize(st->streams[fs]);
-        cudaFreeHost(buf->ptr);
+        /* back to the cache, free once the free stream's work so far is done */
+        cuda_pinned *b = pinned_of(st, buf->ptr);
+        if (b) {
+            cudaError_t e = cudaEventRecord(b->done, st->streams[fs]);
+            if (e != cudaSuccess) (void)cudaGetLastError();
+            b->done_pending = e == cudaSuccess;
+            b->waited = 0;
+            b->in_use = 0;
+        }
     } else {
         cudaFreeAsync(buf->ptr, st->streams[fs]);
     }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cuda_copy_plan.h"
 #include "cuda_internal.h"
 #include "cuda_kernels.h"
 
@@ -31,37 +32,26 @@ static int launched(cpb_ctx *ctx, const cpb_op *op, cudaError_t e)
 
 /* ---------------------------------------------------------------- copy */
 
-/* A view whose rows are each one contiguous run (heads packed, or one head): a 2-D copy
- * of `height` runs of `width` elements with a pitch. */
-static int as_2d(const cpb_view *v, int64_t *width, int64_t *height, int64_t *pitch)
-{
-    if (v->heads == 1 || v->head_stride == v->dim) {
-        *width = v->heads * v->dim;
-        *height = v->rows;
-        *pitch = v->rows > 1 ? v->row_stride : *width;
-        return *pitch >= *width;
-    }
-    if (v->rows == 1) { /* one row of strided heads */
-        *width = v->dim;
-        *height = v->heads;
-        *pitch = v->head_stride;
-        return *pitch >= *width;
-    }
-    return 0;
-}
-
 static int run_copy(cpb_ctx *ctx, const cpb_op *op, cudaStream_t s)
 {
     const cpb_view *dst = &op->u.copy.dst, *src = &op->u.copy.src;
-    if (cpb_view_count(dst) == 0) return CPB_OK;
-    int64_t wd, hd, pd, ws, hs, ps;
-    if (dst->buf->dtype == src->buf->dtype && as_2d(dst, &wd, &hd, &pd) && as_2d(src, &ws, &hs, &ps) &&
-        wd == ws && hd == hs) {
-        /* same dtype and row layout: the DMA engines (PCIe for host <-> device) */
-        size_t es = cpb_dtype_size(dst->buf->dtype);
-        CUDA_TRY(ctx, cudaMemcpy2DAsync(cuda_vptr(dst), (size_t)pd * es, cuda_vptr(src), (size_t)ps * es,
-                                        (size_t)wd * es, (size_t)hd, cudaMemcpyDefault, s));
+    cuda_copy_plan p = {CUDA_COPY_KERNEL, 0, 0, 0, 0};
+    if (dst->buf->dtype == src->buf->dtype)
+        p = cuda_plan_copy(dst, src, cpb_dtype_size(dst->buf->dtype), cuda_st(ctx)->mem_pitch);
+    char *d = cuda_vptr(dst);
+    const char *sp = cuda_vptr(src);
+    /* same dtype and a layout the DMA engines take (PCIe for host <-> device) */
+    switch (p.kind) {
+    case CUDA_COPY_NONE: return CPB_OK;
+    case CUDA_COPY_1D: CUDA_TRY(ctx, cudaMemcpyAsync(d, sp, p.width, cudaMemcpyDefault, s)); return CPB_OK;
+    case CUDA_COPY_2D:
+        CUDA_TRY(ctx, cudaMemcpy2DAsync(d, p.dpitch, sp, p.spitch, p.width, p.height, cudaMemcpyDefault, s));
         return CPB_OK;
+    case CUDA_COPY_ROWS:
+        for (size_t r = 0; r < p.height; r++)
+            CUDA_TRY(ctx, cudaMemcpyAsync(d + r * p.dpitch, sp + r * p.spitch, p.width, cudaMemcpyDefault, s));
+        return CPB_OK;
+    case CUDA_COPY_KERNEL: break;
     }
     /* conversion or a layout DMA cannot express: a kernel, which reads and writes pinned
      * host memory directly through its mapped (UVA) address */
@@ -70,35 +60,37 @@ static int run_copy(cpb_ctx *ctx, const cpb_op *op, cudaStream_t s)
 
 /* ---------------------------------------------------------------- RoPE */
 
+/* Positions travel as kernel arguments, CPBK_ROPE_INLINE_SEGS segments per launch (a view
+ * of those segments' rows each): nothing is copied from host memory, so no pageable copy
+ * (a synchronous staging by the driver) and no table on the device that the next RoPE of
+ * the stream could overwrite. */
 static int run_rope(cpb_ctx *ctx, const cpb_op *op, int stream)
 {
     cuda_state *st = cuda_st(ctx);
     const cpb_segs *pos = op->u.rope.pos;
-    int n = pos->n;
-    if (n <= 0 || cpb_view_count(&op->u.rope.x) == 0) return CPB_OK;
-    /* [start rows (n+1)] [pos0 (n)] */
-    int64_t tab[2 * CPB_MAX_SEGS + 1];
+    kview x = kv(&op->u.rope.x);
+    if (pos->n <= 0 || cpb_view_count(&op->u.rope.x) == 0) return CPB_OK;
+    size_t es = x.bf16 ? 2 : 4;
     int64_t row = 0;
-    for (int i = 0; i < n; i++) {
-        tab[i] = row;
-        tab[n + 1 + i] = pos->pos0[i];
-        row += pos->len[i];
+    for (int i0 = 0; i0 < pos->n; i0 += CPBK_ROPE_INLINE_SEGS) {
+        int n = pos->n - i0 < CPBK_ROPE_INLINE_SEGS ? pos->n - i0 : CPBK_ROPE_INLINE_SEGS;
+        /* [start rows (n+1)] [pos0 (n)], rows counted from this chunk's first */
+        kseg_inline inl;
+        memset(&inl, 0, sizeof inl);
+        int64_t r = 0;
+        for (int i = 0; i < n; i++) {
+            inl.t[i] = r;
+            inl.t[n + 1 + i] = pos->pos0[i0 + i];
+            r += pos->len[i0 + i];
+        }
+        inl.t[n] = r;
+        kview part = x;
+        part.p = (char *)x.p + (size_t)(row * x.rs) * es;
+        part.rows = r;
+        CPB_TRY(launched(ctx, op, cpbk_rope(st->streams[stream], part, &inl, n, op->u.rope.base, op->u.rope.inverse)));
+        row += r;
     }
-    tab[n] = row;
-    kseg_inline inl;
-    memset(&inl, 0, sizeof inl);
-    const int64_t *dev = NULL;
-    if (n <= CPBK_ROPE_INLINE_SEGS) {
-        memcpy(inl.t, tab, sizeof(int64_t) * (size_t)(2 * n + 1));
-    } else {
-        /* the driver stages pageable memory before returning, so the table on the stream
-         * is this op's even when the next rope on this stream rewrites it */
-        CUDA_TRY(ctx, cudaMemcpyAsync(st->seg_dev[stream], tab, sizeof(int64_t) * (size_t)(2 * n + 1),
-                                      cudaMemcpyHostToDevice, st->streams[stream]));
-        dev = st->seg_dev[stream];
-    }
-    return launched(ctx, op, cpbk_rope(st->streams[stream], kv(&op->u.rope.x), &inl, dev, n, op->u.rope.base,
-                                       op->u.rope.inverse));
+    return CPB_OK;
 }
 
 /* ---------------------------------------------------------------- attention */

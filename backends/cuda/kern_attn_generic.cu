@@ -2,6 +2,7 @@
  * (kern_attn_generic.cuh: any head dim up to 256, fp32 CUDA-core math). */
 #include "cuda_attn.cuh"
 #include "kern_attn_generic.cuh"
+#include "cuda_launch.cuh"
 
 namespace {
 
@@ -15,7 +16,7 @@ cudaError_t launch(K kernel, dim3 grid, size_t smem, cudaStream_t s, const kattn
         cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         if (e != cudaSuccess) return e;
     }
-    kernel<<<grid, kRows * 32, smem, s>>>(a);
+    CPBK_LAUNCH(kernel, grid, kRows * 32, smem, s, a);
     return cudaGetLastError();
 }
 

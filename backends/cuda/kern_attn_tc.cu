@@ -2,6 +2,7 @@
  * (kern_attn_tc.cuh: head dim 64 and 128, FlashAttention-2 style forward and backward). */
 #include "cuda_attn.cuh"
 #include "kern_attn_tc.cuh"
+#include "cuda_launch.cuh"
 
 namespace {
 
@@ -19,12 +20,12 @@ cudaError_t run_bwd(cudaStream_t s, const kattn &a)
         e = cudaFuncSetAttribute(bwd_tc_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
         if (e != cudaSuccess) return e;
         dim3 grid((unsigned)((a.k.rows + kBK - 1) / kBK), (unsigned)a.k.heads);
-        bwd_tc_kernel<D><<<grid, kWarps * 32, smem, s>>>(a);
+        CPBK_LAUNCH(bwd_tc_kernel<D>, grid, kWarps * 32, smem, s, a);
         e = cudaGetLastError();
         if (e != cudaSuccess) return e;
     }
     if (nq == 0) return cudaSuccess;
-    dq_finish_kernel<<<cpbk_blocks(nq, 256), 256, 0, s>>>(a, nq);
+    CPBK_LAUNCH(dq_finish_kernel, walk_blocks(a.dq, dq_acc_view(a), 256), 256, 0, s, a);
     return cudaGetLastError();
 }
 
@@ -35,7 +36,7 @@ cudaError_t run(cudaStream_t s, const kattn &a)
     cudaError_t e = cudaFuncSetAttribute(fwd_tc_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     if (e != cudaSuccess) return e;
     dim3 grid((unsigned)((a.q.rows + kBQ - 1) / kBQ), (unsigned)a.q.heads);
-    fwd_tc_kernel<D><<<grid, kWarps * 32, smem, s>>>(a);
+    CPBK_LAUNCH(fwd_tc_kernel<D>, grid, kWarps * 32, smem, s, a);
     return cudaGetLastError();
 }
 

@@ -421,15 +421,25 @@ __global__ void __launch_bounds__(kWarps * 32) bwd_tc_kernel(kattn a)
     }
 }
 
-/* dq = scale * dq_acc (+ dq when accumulating) */
-__global__ void dq_finish_kernel(kattn a, int64_t n)
+/* the fp32 dq accumulator [sq][hq][d] as a view in dq's logical order */
+__host__ __device__ inline kview dq_acc_view(const kattn &a)
 {
-    for (int64_t x = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; x < n; x += (int64_t)gridDim.x * blockDim.x) {
-        int64_t o = kv_lin(a.dq, x);
-        float r = a.dq_acc[x] * a.scale;
+    kview v = a.dq;
+    v.p = a.dq_acc;
+    v.bf16 = 0;
+    v.hs = a.dq.dim;
+    v.rs = a.dq.heads * a.dq.dim;
+    return v;
+}
+
+/* dq = scale * dq_acc (+ dq when accumulating) */
+__global__ void dq_finish_kernel(kattn a)
+{
+    walk(a.dq, dq_acc_view(a), [&](int64_t, int64_t o, int64_t oa) {
+        float r = a.dq_acc[oa] * a.scale;
         if (a.accumulate) r += kv_get(a.dq, o);
         kv_put(a.dq, o, r);
-    }
+    });
 }
 
 } // namespace cpbk_tc

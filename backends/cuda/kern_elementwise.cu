@@ -1,59 +1,61 @@
 /* kern_elementwise.cu — launchers of the element-wise kernels (kern_elementwise.cuh). */
 #include "kern_elementwise.cuh"
+#include "cuda_launch.cuh"
 
 using namespace cpbk_elementwise;
 
 extern "C" cudaError_t cpbk_copy(cudaStream_t s, kview dst, kview src)
 {
-    int64_t n = kv_count(dst);
-    if (n == 0) return cudaSuccess;
-    copy_kernel<<<cpbk_blocks(n, kThreads), kThreads, 0, s>>>(dst, src, n);
+    if (kv_count(dst) == 0) return cudaSuccess;
+    CPBK_LAUNCH(copy_kernel, walk_blocks(dst, src, kThreads), kThreads, 0, s, dst, src);
     return cudaGetLastError();
 }
 
 extern "C" cudaError_t cpbk_fill(cudaStream_t s, kview dst, float value)
 {
-    int64_t n = kv_count(dst);
-    if (n == 0) return cudaSuccess;
-    fill_kernel<<<cpbk_blocks(n, kThreads), kThreads, 0, s>>>(dst, value, n);
+    if (kv_count(dst) == 0) return cudaSuccess;
+    CPBK_LAUNCH(fill_kernel, walk_blocks(dst, dst, kThreads), kThreads, 0, s, dst, value);
     return cudaGetLastError();
 }
 
 extern "C" cudaError_t cpbk_axpby(cudaStream_t s, float alpha, kview x, float beta, kview y)
 {
-    int64_t n = kv_count(y);
-    if (n == 0) return cudaSuccess;
-    axpby_kernel<<<cpbk_blocks(n, kThreads), kThreads, 0, s>>>(alpha, x, beta, y, n);
+    if (kv_count(y) == 0) return cudaSuccess;
+    CPBK_LAUNCH(axpby_kernel, walk_blocks(y, x, kThreads), kThreads, 0, s, alpha, x, beta, y);
     return cudaGetLastError();
 }
 
 extern "C" cudaError_t cpbk_fill_random(cudaStream_t s, kview dst, uint64_t seed, int64_t base, float scale)
 {
-    int64_t n = kv_count(dst);
-    if (n == 0) return cudaSuccess;
-    fill_random_kernel<<<cpbk_blocks(n, kThreads), kThreads, 0, s>>>(dst, seed, base, scale, n);
+    if (kv_count(dst) == 0) return cudaSuccess;
+    CPBK_LAUNCH(fill_random_kernel, walk_blocks(dst, dst, kThreads), kThreads, 0, s, dst, seed, base, scale);
     return cudaGetLastError();
 }
 
 extern "C" cudaError_t cpbk_sumsq(cudaStream_t s, kview x, float *out, int accumulate)
 {
     const int threads = 512;
-    sumsq_kernel<<<1, threads, threads * sizeof(double), s>>>(x, out, accumulate, kv_count(x));
+    CPBK_LAUNCH(sumsq_kernel, 1, threads, threads * sizeof(double), s, x, out, accumulate);
     return cudaGetLastError();
+}
+
+/* a flat fp32 array in the logical order of v */
+static kview flat_f32(const float *p, const kview &v)
+{
+    kview f = v;
+    f.p = (void *)p;
+    f.bf16 = 0;
+    f.hs = v.dim;
+    f.rs = v.heads * v.dim;
+    return f;
 }
 
 extern "C" cudaError_t cpbk_from_f32(cudaStream_t s, kview dst, const float *src)
 {
-    int64_t n = kv_count(dst);
-    if (n == 0) return cudaSuccess;
-    from_f32_kernel<<<cpbk_blocks(n, kThreads), kThreads, 0, s>>>(dst, src, n);
-    return cudaGetLastError();
+    return cpbk_copy(s, dst, flat_f32(src, dst));
 }
 
 extern "C" cudaError_t cpbk_to_f32(cudaStream_t s, float *dst, kview src)
 {
-    int64_t n = kv_count(src);
-    if (n == 0) return cudaSuccess;
-    to_f32_kernel<<<cpbk_blocks(n, kThreads), kThreads, 0, s>>>(dst, src, n);
-    return cudaGetLastError();
+    return cpbk_copy(s, flat_f32(dst, src), src);
 }

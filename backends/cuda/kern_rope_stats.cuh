@@ -16,11 +16,9 @@ const int kThreads = 256;
 
 /* Llama interleaved pairs: (x[2i], x[2i+1]) rotated by pos * base^(-2i/d), in fp64 as the
  * cpu backend does (an fp32 angle near position 2^23 is off by up to half a radian) */
-__global__ void rope_kernel(kview x, kseg_inline inl, const int64_t *dev, int nseg, double base, int inverse,
-                            int64_t n)
+__global__ void rope_kernel(kview x, kseg_inline segs, int nseg, double base, int inverse, int64_t n)
 {
-    const int64_t *segs = dev ? dev : inl.t;
-    const int64_t *start = segs, *pos0 = segs + nseg + 1;
+    const int64_t *start = segs.t, *pos0 = segs.t + nseg + 1;
     int64_t half = x.dim / 2;
     for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < n;
          t += (int64_t)gridDim.x * blockDim.x) {

@@ -83,11 +83,13 @@ typedef struct cpb_coll {
 } cpb_coll;
 
 /* What the harness may ask of a device beyond running ops: its name, memory and
- * multiprocessors (provenance, the gpu column, calibration files). */
+ * multiprocessors (provenance, the gpu column, calibration files), and the widest pitch of
+ * a 2-D copy (the self-test's copy larger than it). */
 typedef struct cpb_device_info {
     char name[128];
     int64_t total_bytes;
     int num_sms;
+    int64_t max_pitch_bytes; /* cudaDevAttrMaxPitch (0: no such limit) */
 } cpb_device_info;
 
 /* Library versions for a results file's provenance ("" when not linked). */
@@ -157,7 +159,7 @@ typedef struct cpb_backend {
 
 /* Bump when cpb_backend, cpb_op, cpb_coll, cpb_ctx or cpb_ctx_opts change layout: a
  * backend built separately (a plugin) must be built against the same. */
-#define CPB_BACKEND_ABI_VERSION 4
+#define CPB_BACKEND_ABI_VERSION 5
 
 #define CPB_MAX_GROUPS 64
 #define CPB_RANGE_LEN 512

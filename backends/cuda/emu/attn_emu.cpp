@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 #include "cpb_rand.h"
 #include "kern_attn_generic.cuh"
@@ -202,8 +203,7 @@ static void run_case(const Case &c, bool tc)
         dim3 grid((unsigned)((c.sk + kBK - 1) / kBK), (unsigned)c.hk);
         if (d == 64) emu_launch(grid, dim3(128), smem, [&] { bwd_tc_kernel<64>(a); });
         else emu_launch(grid, dim3(128), smem, [&] { bwd_tc_kernel<128>(a); });
-        int64_t nq = c.sq * c.hq * d;
-        emu_launch(dim3(2), dim3(64), 0, [&] { dq_finish_kernel(a, nq); });
+        emu_launch(dim3(2), dim3(64), 0, [&] { dq_finish_kernel(a); });
     } else {
         using namespace cpbk_generic;
         size_t smem_dq = sizeof(float) * (size_t)(2 * kTile * (d + 1) + 2 * kRows * d);

@@ -6,6 +6,7 @@
 #include "emu/emu.h"
 
 #include <cstdio>
+#include <vector>
 
 #include "cpb_rand.h"
 #include "kern_elementwise.cuh"
@@ -41,7 +42,7 @@ static kview fview(float *p, int64_t rows, int64_t heads, int64_t dim, int64_t r
     return v;
 }
 
-static void rope(bool table)
+static void rope()
 {
     using namespace cpbk_rope_stats;
     const int64_t rows = 12, heads = 3, hb = 4, d = 128;
@@ -73,12 +74,12 @@ static void rope(bool table)
                 }
     kview v = fview(x.data() + d, rows, heads, d, hb * d, d);
     int64_t n = rows * heads * (d / 2);
-    emu_launch(dim3(3), dim3(64), 0, [&] { rope_kernel(v, inl, table ? inl.t : nullptr, 3, base, 0, n); });
-    check(table ? "rope d128 head slice, device table" : "rope d128 head slice, inline table", ref, x, 1e-6);
+    emu_launch(dim3(3), dim3(64), 0, [&] { rope_kernel(v, inl, 3, base, 0, n); });
+    check("rope d128 head slice, 3 segments", ref, x, 1e-6);
     /* and back */
     std::vector<double> orig(x.size());
     for (size_t i = 0; i < x.size(); i++) orig[i] = cpb_rand_u(5, (int64_t)i);
-    emu_launch(dim3(2), dim3(32), 0, [&] { rope_kernel(v, inl, nullptr, 3, base, 1, n); });
+    emu_launch(dim3(2), dim3(32), 0, [&] { rope_kernel(v, inl, 3, base, 1, n); });
     check("rope then inverse rope restores x", orig, x, 1e-6);
 }
 
@@ -144,7 +145,7 @@ static void elementwise()
     kview s = fview(src.data() + dim, rows, 3, dim, heads * dim, dim);
     kview d16 = s;
     d16.p = dst16.data() + 2 * dim, d16.bf16 = 1;
-    emu_launch(dim3(2), dim3(64), 0, [&] { copy_kernel(d16, s, rows * 3 * dim); });
+    emu_launch(dim3(2), dim3(64), 0, [&] { copy_kernel(d16, s); });
     std::vector<double> ref(n, 0.0);
     std::vector<float> got(n);
     for (int64_t r = 0; r < rows; r++)
@@ -157,7 +158,7 @@ static void elementwise()
     check("copy fp32 head slice -> bf16 head slice", ref, got, 0.0);
     /* fill_random over a strided fp32 view, base 1000 */
     kview fr = fview(dst32.data() + dim, rows, 3, dim, heads * dim, dim);
-    emu_launch(dim3(3), dim3(32), 0, [&] { fill_random_kernel(fr, 77, 1000, 0.5f, rows * 3 * dim); });
+    emu_launch(dim3(3), dim3(32), 0, [&] { fill_random_kernel(fr, 77, 1000, 0.5f); });
     for (int64_t r = 0; r < rows; r++)
         for (int64_t h = 0; h < heads; h++)
             for (int64_t c = 0; c < dim; c++) {
@@ -168,8 +169,8 @@ static void elementwise()
     /* axpby with beta 0 over NaN, then with beta */
     std::vector<float> y(n, NAN);
     kview X = fview(src.data(), rows, heads, dim, heads * dim, dim), Y = fview(y.data(), rows, heads, dim, heads * dim, dim);
-    emu_launch(dim3(2), dim3(64), 0, [&] { axpby_kernel(2.0f, X, 0.0f, Y, n); });
-    emu_launch(dim3(2), dim3(64), 0, [&] { axpby_kernel(0.5f, X, -1.25f, Y, n); });
+    emu_launch(dim3(2), dim3(64), 0, [&] { axpby_kernel(2.0f, X, 0.0f, Y); });
+    emu_launch(dim3(2), dim3(64), 0, [&] { axpby_kernel(0.5f, X, -1.25f, Y); });
     for (int64_t i = 0; i < n; i++) ref[i] = -1.25f * (2.0f * src[i]) + 0.5f * src[i];
     check("axpby beta 0 over NaN, then beta -1.25", ref, y, 1e-7);
 }
@@ -199,16 +200,15 @@ static void sumsq()
     kview x16 = x32;
     x16.p = src16.data() + dim, x16.bf16 = 1;
     std::vector<float> out(1, 123.0f);
-    emu_launch(dim3(1), dim3(64), 64 * sizeof(double), [&] { sumsq_kernel(x32, out.data(), 0, rows * 3 * dim); });
+    emu_launch(dim3(1), dim3(64), 64 * sizeof(double), [&] { sumsq_kernel(x32, out.data(), 0); });
     check("sumsq fp32 head slice (overwrites)", std::vector<double>{ref32}, out, 1e-6);
-    emu_launch(dim3(1), dim3(32), 32 * sizeof(double), [&] { sumsq_kernel(x16, out.data(), 1, rows * 3 * dim); });
+    emu_launch(dim3(1), dim3(32), 32 * sizeof(double), [&] { sumsq_kernel(x16, out.data(), 1); });
     check("sumsq bf16 head slice, accumulated", std::vector<double>{ref32 + ref16}, out, 1e-6);
 }
 
 int main()
 {
-    rope(false);
-    rope(true);
+    rope();
     merge_delta();
     elementwise();
     sumsq();

@@ -310,7 +310,7 @@ int cpb_bench_kernels(const cpb_tool_opts *o)
     }
     b.rank = cpb_rank(b.ctx);
     b.world = cpb_world_size(b.ctx);
-    cpb_device_info di = {"", 0, 0};
+    cpb_device_info di = {"", 0, 0, 0};
     if (be->device_info) be->device_info(b.ctx, &di);
     cpb_clear_error(b.ctx);
     char gpu[256];

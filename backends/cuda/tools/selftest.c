@@ -669,20 +669,35 @@ static void check_memory(st_t *t)
     cpb_free_all(g);
 }
 
-/* ---------------------------------------------------------------- copies over 2 GiB */
+/* ---------------------------------------------------------------- copies over memPitch */
 
-/* Same-dtype copies of one contiguous span larger than 2 GiB (offload moves 5.4 GB in one
- * call at 5M tokens): device -> device and device -> pinned host.  A 2-D copy whose pitch
- * exceeds the device's memPitch fails outright; a split copy that misplaces a piece shows
- * in the windows checked, at both ends and across the 2 GiB boundary, against the same
- * fill_random values made by the cpu backend.  Only on a backend with a device (a probe):
- * on the cpu backend checking the self-test itself it would only cost 7 GiB of host memory
- * per rank. */
+/* Same-dtype copies of one contiguous span longer than the device's memPitch, the widest
+ * pitch of a 2-D copy (2147483647 bytes on an H100: offload moves 5.4 GB in one call at 5M
+ * tokens): device -> device and device -> pinned host.  A 2-D copy whose pitch exceeds
+ * memPitch fails outright; a split copy that misplaces a piece shows in the windows
+ * checked, at both ends and across the memPitch boundary, against the same fill_random
+ * values made by the cpu backend.  The span is memPitch and an eighth: 2.25 GiB on a GPU
+ * (three such buffers), less on a device that allows less (the CPU stand-in's
+ * CPB_STANDIN_MEMPITCH, so that four ranks on one host can afford it).  Only on a backend
+ * whose device has such a limit: the cpu backend checking the self-test itself has none. */
 static void check_large_copy(st_t *t)
 {
-    if (!t->g->be->probe) return;
-    const int64_t n = (1LL << 30) + (1LL << 27) + 1; /* bf16: 2.25 GiB + 2 bytes */
-    const int64_t w = 4096, starts[] = {0, (1LL << 30) - w / 2, n - w};
+    cpb_device_info di;
+    memset(&di, 0, sizeof di);
+    if (!t->g->be->device_info || t->g->be->device_info(t->g, &di) != CPB_OK || di.max_pitch_bytes <= 0) {
+        cpb_clear_error(t->g);
+        return;
+    }
+    const int64_t edge = di.max_pitch_bytes / 2; /* bf16 elements: the first one past it lies beyond memPitch */
+    const int64_t n = edge + edge / 8 + 1;
+    int64_t w = edge / 8 < 4096 ? edge / 8 : 4096;
+    if (w < 1) w = 1;
+    const int64_t starts[] = {0, edge - w / 2, n - w};
+    char what[64];
+    const double bytes = 2.0 * (double)n;
+    const int u = bytes >= 1073741824.0 ? 3 : bytes >= 1048576.0 ? 2 : bytes >= 1024.0 ? 1 : 0;
+    snprintf(what, sizeof what, "copy %.3g %s bf16", bytes / (double)(1LL << (10 * u)),
+             (const char *[]){"bytes", "KiB", "MiB", "GiB"}[u]);
     cpb_ctx *g = t->g;
     cpb_buf *src = NULL, *dst = NULL, *host = NULL, *ref = NULL;
     float *hg = malloc(sizeof(float) * (size_t)w), *hc = malloc(sizeof(float) * (size_t)w);
@@ -698,7 +713,10 @@ static void check_large_copy(st_t *t)
     if (!rc) rc = cpb_sync(g);
     if (rc) {
         snprintf(d, sizeof d, "%s", cpb_errmsg(g)[0] ? cpb_errmsg(g) : cpb_status_name(rc));
-        report(t, 0, "copy 2.25 GiB bf16 device -> device -> pinned host", d);
+        char label[160];
+        snprintf(label, sizeof label, "%s (memPitch %lld) device -> device -> pinned host", what,
+                 (long long)di.max_pitch_bytes);
+        report(t, 0, label, d);
     } else {
         for (int dev = 0; dev < 2; dev++)
             for (size_t k = 0; k < sizeof starts / sizeof starts[0]; k++) {
@@ -714,7 +732,7 @@ static void check_large_copy(st_t *t)
                 else
                     snprintf(d, sizeof d, "elements %lld..%lld exact", (long long)s0, (long long)(s0 + w - 1));
                 char label[160];
-                snprintf(label, sizeof label, "copy 2.25 GiB bf16 %s, window %zu", dev ? "device -> device" : "-> pinned host", k);
+                snprintf(label, sizeof label, "%s %s, window %zu", what, dev ? "device -> device" : "-> pinned host", k);
                 report(t, !rc && bad < 0, label, d);
                 cpb_clear_error(g);
                 cpb_clear_error(t->c);
@@ -888,7 +906,7 @@ int cpb_selftest(const cpb_tool_opts *o)
     t.rank = cpb_rank(t.g);
     t.world = cpb_world_size(t.g);
     if (t.rank == 0) {
-        cpb_device_info di = {"", 0, 0};
+        cpb_device_info di = {"", 0, 0, 0};
         if (be->device_info) be->device_info(t.g, &di);
         cpb_clear_error(t.g);
         printf("cpbench selftest: %s backend vs cpu backend%s%s (%.1f GiB), %d rank%s, comm %s\n", be->name,
