@@ -177,16 +177,6 @@ static void describe(const cpb_method *m, const cpb_problem *p, const cpb_plan_o
     }
 }
 
-static int64_t gcd64(int64_t a, int64_t b)
-{
-    while (b) {
-        int64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
 /* the length at which a candidate's knobs are checked with max_context: a multiple of 2C
  * and of its token-count knobs (the lengths a sweep of it takes), at least the start */
 static int64_t probe_length(const cpb_problem *p, const cpb_knobs *combo, int64_t start)
@@ -195,7 +185,7 @@ static int64_t probe_length(const cpb_problem *p, const cpb_knobs *combo, int64_
     for (int i = 0; i < combo->n; i++) {
         int idx = cpb_knob_index(combo->v[i].name);
         const cpb_knob *k = idx >= 0 ? cpb_knob_at(idx) : NULL;
-        if (k && k->type == CPB_KNOB_TOKENS && combo->v[i].i > 0) l = l / gcd64(l, combo->v[i].i) * combo->v[i].i;
+        if (k && k->type == CPB_KNOB_TOKENS && combo->v[i].i > 0) l = l / cpb_gcd64(l, combo->v[i].i) * combo->v[i].i;
     }
     return (start + l - 1) / l * l;
 }
