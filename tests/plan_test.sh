@@ -91,8 +91,9 @@ grep -Eq "^Closest: .* needs [0-9.]+ GiB of (device|host) memory per GPU, [0-9.]
   "$W/none.txt" || fail "the closest candidate is not named with its shortfall"
 
 # a layer plan of a model read from a config.json, longest context
-"$CPB" plan --model-config "$SRC/tests/data/hf/Qwen3-32B.json" --gpus 16 --scope layer --max-context --seq-stop 8M \
-  > "$W/ctx.txt" 2>/dev/null || fail "max-context layer plan exited $?"
+"$CPB" plan --model-config "$SRC/tests/data/hf/Qwen3-32B.json" --gpus 8 --scope layer --max-context --seq-stop 8M \
+  --mem-cap 40G > "$W/ctx.txt" 2>/dev/null || fail "max-context layer plan exited $?"
 grep -q "framework: none (--scope layer" "$W/ctx.txt" || fail "the layer plan does not say it has no framework"
 grep -q "^  why: the longest context of the" "$W/ctx.txt" || fail "no longest-context reason"
+grep -q "40.00 GiB usable per GPU" "$W/ctx.txt" || fail "the plan does not say it planned for --mem-cap 40G"
 echo "plan_test: ok"
