@@ -4,7 +4,7 @@ BUILD ?= build
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all build setup test reproduce gpu-bundle bundle-test clean
+.PHONY: all build setup test reproduce bench-plan gpu-bundle bundle-test clean
 
 all: build
 
@@ -20,6 +20,10 @@ test: build
 
 reproduce: build
 	bash scripts/reproduce.sh $(BUILD)
+
+# the speed targets of `cpbench plan` and of the simulator at 1,024 GPUs (a benchmark, not a test)
+bench-plan: build
+	bash scripts/bench-plan.sh $(BUILD)
 
 # the offline bundle for a GPU machine (docs/cuda.md), and its proof in a bare Debian root
 gpu-bundle:

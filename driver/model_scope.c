@@ -278,8 +278,8 @@ int cpb_model_estimate_new(const cpb_problem *p, const cpb_method *m, const cpb_
     if (!o) o = &defaults;
     const cpb_model_spec *sp = cpb_model_spec_find(p->model);
     if (!sp) {
-        snprintf(err, err_len, "--scope model needs a model preset with its layers, MLP and vocabulary "
-                               "(llama3-8b, qwen3-32b, llama3-70b, llama2-7b, tiny); '%s' has none",
+        snprintf(err, err_len, "--scope model needs a model with its layers, MLP and vocabulary: a preset "
+                               "(llama3-8b, qwen3-32b, llama3-70b, llama2-7b, tiny) or --model-config FILE; '%s' has none",
                  p->model[0] ? p->model : "(custom shape)");
         return CPB_ERR_INVALID;
     }

@@ -23,7 +23,7 @@
 extern "C" {
 #endif
 
-/* what the model adds to the attention shape of its preset */
+/* what the model adds to the attention shape of its preset (or of its --model-config) */
 typedef struct cpb_model_spec {
     const char *name;   /* preset name */
     int layers;
@@ -33,7 +33,8 @@ typedef struct cpb_model_spec {
     const char *source;
 } cpb_model_spec;
 
-/* the spec of preset `name`, NULL when the preset has none */
+/* the spec of preset `name` or of a registered --model-config (model_config.h), NULL when
+ * there is none */
 const cpb_model_spec *cpb_model_spec_find(const char *name);
 
 /* How the MLP is tiled over the sequence, and which loss implementation runs. */

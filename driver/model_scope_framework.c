@@ -104,7 +104,7 @@ static const cpb_framework frameworks[] = {
 const cpb_knob cpb_model_scope_knobs[] = {
     {.name = "framework", .type = CPB_KNOB_CHOICE, .def = "torchtitan", .choices = "torchtitan|deepspeed",
      .arg = "torchtitan|deepspeed", .help = "training setup (default torchtitan)",
-     .points = CPB_KNOB_MODEL_SCOPE_POINTS},
+     .points = CPB_KNOB_MODEL_SCOPE_POINTS, .setup = 1},
     {NULL}};
 
 const cpb_framework *cpb_framework_find(const char *name)

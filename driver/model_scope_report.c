@@ -53,6 +53,33 @@ void cpb_model_estimate_print(FILE *f, const cpb_model_estimate *e)
 }
 
 
+/* The step's critical path by kind of work: per layer, the attention layer's own split
+ * (its timeline's critical path) over its forward, recompute and backward, the MLP and
+ * norms as compute, blocking checkpoint copies as host copies; a layer the parameter
+ * traffic (or overlapped checkpoint copies) outlasts spends the excess on those; the head,
+ * loss and optimizer are compute. */
+static void model_critical_path(const cpb_model_estimate *e, cpb_row *row)
+{
+    const cpb_row *a = &e->attn;
+    double at = a->crit_compute_s + a->crit_comm_s + a->crit_host_s, L = e->spec->layers;
+    double fc = at > 0 ? a->crit_compute_s / at : 1, fm = at > 0 ? a->crit_comm_s / at : 0,
+           fh = at > 0 ? a->crit_host_s / at : 0;
+    double comp = e->attn_layer_s * fc + e->mlp_layer_s + e->norm_layer_s, comm = e->attn_layer_s * fm,
+           host = e->attn_layer_s * fh + (e->fw->ckpt_blocking ? e->ckpt_layer_s : 0);
+    double extra = e->layer_s - (comp + comm + host), fsdp = 0;
+    if (extra > 0) {
+        if (e->fsdp_layer_s >= e->layer_s) fsdp = extra, comm += extra;
+        else host += extra;
+    }
+    row->crit_compute_s = L * comp + e->head_s + e->loss_s + e->optimizer_s;
+    row->crit_comm_s = L * comm;
+    row->crit_host_s = L * host;
+    for (int k = 0; k < CPB_COLL_KIND_COUNT; k++) row->crit_coll_s[k] = L * e->attn_layer_s * (at > 0 ? a->crit_coll_s[k] / at : 0);
+    row->crit_coll_s[CPB_COLL_ALL_GATHER] += L * fsdp; /* FSDP's gathers (and reduce-scatter) */
+    row->replayed_ranks = a->replayed_ranks;
+    row->sym_op_diff = a->sym_op_diff;
+}
+
 void cpb_model_estimate_row(const cpb_model_estimate *e, cpb_row *row)
 {
     const cpb_problem *p = &e->p;
@@ -88,6 +115,7 @@ void cpb_model_estimate_row(const cpb_model_estimate *e, cpb_row *row)
     row->nstreams = e->attn.nstreams;
     memcpy(row->stream_names, e->attn.stream_names, sizeof row->stream_names);
     memcpy(row->stream_busy_s, e->attn.stream_busy_s, sizeof row->stream_busy_s);
+    model_critical_path(e, row);
 }
 
 int cpb_model_max_context(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts *o, int64_t start, int64_t stop,

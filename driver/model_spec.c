@@ -3,6 +3,7 @@
  * configuration (Hugging Face config.json of the release). */
 #include <string.h>
 
+#include "model_config.h"
 #include "model_scope.h"
 
 static const cpb_model_spec specs[] = {
@@ -18,5 +19,5 @@ const cpb_model_spec *cpb_model_spec_find(const char *name)
 {
     for (size_t i = 0; name && i < sizeof specs / sizeof specs[0]; i++)
         if (strcmp(specs[i].name, name) == 0) return &specs[i];
-    return NULL;
+    return cpb_model_config_spec(name);
 }

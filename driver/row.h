@@ -117,6 +117,12 @@ typedef struct cpb_row {
     int nstreams;
     char stream_names[CPB_MAX_STREAMS][24];
     double stream_busy_s[CPB_MAX_STREAMS]; /* sim: the slowest rank's busy time per stream */
+    /* sim: the step's critical path by kind of work (seconds: compute, collectives, host
+     * copies; sim/timeline.h), and how many ranks the timing model replayed */
+    double crit_compute_s, crit_comm_s, crit_host_s;
+    double crit_coll_s[CPB_COLL_KIND_COUNT];
+    int replayed_ranks;
+    double sym_op_diff;              /* sim: how much the ops of ranks taken as alike differ */
 } cpb_row;
 
 /* A zeroed row with status "ok" and scope "layer". */

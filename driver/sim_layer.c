@@ -1,5 +1,6 @@
 /* sim_layer.c — cpb_sim_layer (sim_layer.h): run one layer trial of method m for every rank
- * of a simulated world in this process, check the symmetric-allocation rule (DESIGN
+ * of a simulated world in this process (or for one rank per class of ranks alike by
+ * symmetry, checked against the others), check the symmetric-allocation rule (DESIGN
  * section 3), report the largest peak, and predict the times with the timing model. */
 #include <math.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include "gpu_profiles.h"
 #include "host_memory.h"
 #include "registry.h"
+#include "sim/sim_symmetry.h"
 #include "sim/sim_world.h"
 #include "sim/timeline.h"
 #include "sim_layer.h"
@@ -17,7 +19,7 @@
 const cpb_knob cpb_sim_knobs[] = {
     {.name = "host_ram_bytes", .type = CPB_KNOB_BYTES, .def = "0", .arg = "BYTES",
      .help = "host memory of a node (2T; default: the profile's)", .option = "--host-ram",
-     .points = CPB_KNOB_TIMING_MODEL_POINTS},
+     .points = CPB_KNOB_TIMING_MODEL_POINTS, .setup = 1},
     {NULL}};
 
 int cpb_sim_profile(const cpb_sim_opts *o, const cpb_problem *p, cpb_gpu_profile *prof, char *err, size_t n)
@@ -88,6 +90,11 @@ static void fill_times(cpb_row *r, const cpb_problem *p, const cpb_sim_timing *t
     memcpy(r->stream_busy_s, t->busy_s, sizeof r->stream_busy_s);
     r->comm_bytes = t->comm_bytes;
     r->pcie_bytes = t->pcie_bytes;
+    r->crit_compute_s = t->crit_s[CPB_SIM_CRIT_COMPUTE];
+    r->crit_comm_s = t->crit_s[CPB_SIM_CRIT_COMM];
+    r->crit_host_s = t->crit_s[CPB_SIM_CRIT_HOST];
+    memcpy(r->crit_coll_s, t->crit_coll_s, sizeof r->crit_coll_s);
+    r->replayed_ranks = t->replayed_ranks;
     double fwd, bwd;
     cpb_layer_model_flops(p, &fwd, &bwd);
     cpb_row_rates(r, fwd + bwd);
@@ -104,9 +111,25 @@ static int too_big_for_host(int C, int done, int64_t rss0, int64_t avail0, char 
     const double need = (double)used / done * C;
     if (need <= 0.9 * (double)avail0) return 0;
     snprintf(err, len, "simulator: a world of %d ranks would need about %.1f GiB of host memory here (%.1f MiB per rank "
-             "after %d ranks), more than the %.1f GiB available: simulate fewer ranks (--gpus)", C, need / 1073741824.0,
+             "after %d ranks), more than the %.1f GiB available: simulate fewer ranks (--gpus) or one per class of ranks alike (--sim-ranks symmetric)", C, need / 1073741824.0,
              (double)used / done / 1048576.0, done, (double)avail0 / 1073741824.0);
     return 1;
+}
+
+const char *cpb_sim_ranks_name(int ranks)
+{
+    switch (ranks) {
+    case CPB_SIM_RANKS_EXACT: return "exact";
+    case CPB_SIM_RANKS_SYMMETRIC: return "symmetric";
+    default: return "auto";
+    }
+}
+
+int cpb_sim_ranks_parse(const char *name)
+{
+    for (int k = CPB_SIM_RANKS_AUTO; k <= CPB_SIM_RANKS_SYMMETRIC; k++)
+        if (strcmp(name, cpb_sim_ranks_name(k)) == 0) return k;
+    return -1;
 }
 
 /* rank k's outcome as the row's (rk started as a copy of row: the point's columns agree) */
@@ -114,6 +137,124 @@ static void take_rank(cpb_row *row, const cpb_row *rk, int k)
 {
     *row = *rk;
     row->worst_rank = k;
+}
+
+/* The ranks of one simulated point: which are recorded, and the outcome so far. */
+typedef struct sim_run {
+    const cpb_problem *p;
+    const cpb_method *m;
+    const cpb_sim_opts *o;
+    cpb_sim_world *w;
+    int64_t cap, host_cap;
+    char *recorded;        /* [C] */
+    int gpn;               /* GPUs per node of the profile */
+    const cpb_sim_hw *hw;
+    double op_diff;        /* the largest op-time difference of a sample (sim_symmetry.h) */
+    cpb_row *row, *rk;
+    int nrec;              /* ranks recorded */
+    int64_t first_n;
+    uint64_t first_hash;
+    int exact;             /* every rank's trace is kept (not one per class of ranks alike) */
+    int64_t rss0, avail0;  /* this process's resident bytes and the machine's available at the start */
+} sim_run;
+
+/* run rank k once (no-op when it ran); CPB_OK, or the trial's failure / a broken
+ * symmetric-allocation rule with row's status set */
+static int record(sim_run *s, int k)
+{
+    if (s->recorded[k]) return CPB_OK;
+    s->recorded[k] = 1;
+    cpb_row *row = s->row, *rk = s->rk;
+    char err[1024];
+    const int first = s->nrec++ == 0;
+    *rk = *row;
+    int trc = run_rank(s->p, s->m, s->o, s->w, k, s->cap, s->host_cap, rk);
+    if (trc == CPB_OK && s->exact && too_big_for_host(s->p->C, s->nrec, s->rss0, s->avail0, err, sizeof err)) {
+        cpb_row_set_status(row, CPB_ERR_NOMEM_HOST, err);
+        return CPB_ERR_NOMEM_HOST;
+    }
+    if (trc != CPB_OK) {
+        /* every rank makes the same allocations (DESIGN section 3): the first failure, an
+         * OOM included, is the trial's result */
+        take_rank(row, rk, k);
+        snprintf(err, sizeof err, "rank %d: %s", k, rk->reason);
+        cpb_row_set_status(row, trc, err);
+        return trc;
+    }
+    if (first || rk->peak_bytes > row->peak_bytes) take_rank(row, rk, k);
+    if (k == 0) {
+        s->first_n = rk->n_allocs;
+        s->first_hash = rk->alloc_hash;
+    } else if (rk->n_allocs != s->first_n || rk->alloc_hash != s->first_hash) {
+        snprintf(err, sizeof err,
+                 "%s breaks the symmetric-allocation rule (DESIGN section 3): rank 0 makes %lld device "
+                 "allocations (sequence hash %016llx), rank %d makes %lld (hash %016llx); every rank must "
+                 "allocate the same sizes with the same tags in the same order",
+                 s->m->name, (long long)s->first_n, (unsigned long long)s->first_hash, k, (long long)rk->n_allocs,
+                 (unsigned long long)rk->alloc_hash);
+        cpb_row_set_status(row, CPB_ERR_INVALID, err);
+        return CPB_ERR_INVALID;
+    }
+    return CPB_OK;
+}
+
+/* Try period P: record ranks 0 .. P-1 and compare the others with them: every one up to
+ * CPB_SIM_EXACT_MAX_RANKS ranks; beyond, samples: every representative moved by one
+ * period (K = C / P periods in the world), and the first and last moved by K/3, K/2,
+ * 2K/3 and K-1 periods.  1 when each compared trace is its representative's moved (its op
+ * times within CPB_SIM_ALIKE_OP_TOL), 0 when one differs, -1 when a rank's trial failed
+ * (row says why). */
+static int try_period(sim_run *s, int P)
+{
+    const int C = s->p->C, K = C / P, all = C <= CPB_SIM_EXACT_MAX_RANKS;
+    for (int r = 0; r < P; r++)
+        if (record(s, r) != CPB_OK) return -1;
+    const int far[4] = {K / 3, K / 2, 2 * K / 3, K - 1};
+    for (int k = 1; k < K; k++) {
+        int some = 0;
+        for (int j = 0; j < 4; j++) some |= far[j] == k;
+        if (!all && k > 1 && !some) continue;
+        for (int r = 0; r < P; r++) {
+            if (!all && k > 1 && r != 0 && r != P - 1) continue;
+            int img = r + k * P;
+            if (record(s, img) != CPB_OK) return -1;
+            char why[256];
+            double diff = 0;
+            if (!cpb_sim_traces_alike(s->w, s->hw, r, img, &diff, why, sizeof why) || diff > CPB_SIM_ALIKE_OP_TOL)
+                return 0;
+            if (diff > s->op_diff) s->op_diff = diff;
+            /* the compared trace was only for the comparison (recorded again if a larger
+             * period makes its rank a representative) */
+            cpb_sim_world_drop_trace(s->w, img);
+            s->recorded[img] = 0;
+        }
+    }
+    return 1;
+}
+
+/* Record the ranks the timing model needs and set the world's period: every rank, or one
+ * per class of ranks alike by symmetry (sim_layer.h: cpb_sim_ranks). */
+static void record_ranks(sim_run *s)
+{
+    const int C = s->p->C;
+    int mode = s->o->ranks;
+    if (mode == CPB_SIM_RANKS_AUTO) mode = C <= CPB_SIM_EXACT_MAX_RANKS ? CPB_SIM_RANKS_EXACT : CPB_SIM_RANKS_SYMMETRIC;
+    if (mode == CPB_SIM_RANKS_SYMMETRIC) {
+        int periods[64];
+        int np = cpb_sim_periods(C, s->gpn, periods, 64);
+        for (int i = 0; i < np; i++) {
+            int ok = try_period(s, periods[i]);
+            if (ok < 0) return;
+            if (ok) {
+                s->w->period = periods[i];
+                return;
+            }
+        }
+    }
+    s->exact = 1;
+    for (int k = 0; k < C; k++)
+        if (record(s, k) != CPB_OK) return;
+    s->w->period = C;
 }
 
 int cpb_sim_layer(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts *o, cpb_row *row)
@@ -156,39 +297,17 @@ int cpb_sim_layer(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts 
         cpb_row_set_status(row, CPB_ERR_NOMEM_HOST, "simulator: out of host memory");
         return CPB_OK;
     }
-    int64_t first_n = 0;
-    uint64_t first_hash = 0;
-    const int64_t rss0 = cpb_host_rss_bytes(), avail0 = cpb_host_available_bytes();
-    for (int k = 0; k < p->C; k++) {
-        *rk = *row;
-        int trc = run_rank(p, m, o, w, k, cap, host_cap, rk);
-        if (trc == CPB_OK && too_big_for_host(p->C, k + 1, rss0, avail0, err, sizeof err)) {
-            cpb_row_set_status(row, CPB_ERR_NOMEM_HOST, err);
-            break;
-        }
-        if (trc != CPB_OK) {
-            /* every rank makes the same allocations (DESIGN section 3): the first failure,
-             * an OOM included, is the trial's result */
-            take_rank(row, rk, k);
-            snprintf(err, sizeof err, "rank %d: %s", k, rk->reason);
-            cpb_row_set_status(row, trc, err);
-            break;
-        }
-        if (k == 0 || rk->peak_bytes > row->peak_bytes) take_rank(row, rk, k);
-        if (k == 0) {
-            first_n = rk->n_allocs;
-            first_hash = rk->alloc_hash;
-        } else if (rk->n_allocs != first_n || rk->alloc_hash != first_hash) {
-            snprintf(err, sizeof err,
-                     "%s breaks the symmetric-allocation rule (DESIGN section 3): rank 0 makes %lld device "
-                     "allocations (sequence hash %016llx), rank %d makes %lld (hash %016llx); every rank must "
-                     "allocate the same sizes with the same tags in the same order",
-                     m->name, (long long)first_n, (unsigned long long)first_hash, k, (long long)rk->n_allocs,
-                     (unsigned long long)rk->alloc_hash);
-            cpb_row_set_status(row, CPB_ERR_INVALID, err);
-            break;
-        }
+    sim_run s = {p, m, o, w, cap, host_cap, calloc((size_t)p->C, 1), prof.hw.gpus_per_node, &prof.hw, 0, row, rk, 0, 0, 0,
+                 0, cpb_host_rss_bytes(), cpb_host_available_bytes()};
+    if (!s.recorded) {
+        free(rk);
+        cpb_sim_world_destroy(w);
+        cpb_row_set_status(row, CPB_ERR_NOMEM_HOST, "simulator: out of host memory");
+        return CPB_OK;
     }
+    record_ranks(&s);
+    free(s.recorded);
+    row->sym_op_diff = s.op_diff;
     free(rk);
     if (row->code == CPB_OK) {
         cpb_sim_timing t;

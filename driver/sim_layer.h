@@ -21,7 +21,27 @@ typedef struct cpb_sim_opts {
     int64_t mem_cap;          /* device capacity in bytes; 0 = the profile's usable memory */
     int64_t host_mem_cap;     /* pinned host capacity per rank; 0 = profile's share */
     int no_race_check;        /* 1 = skip the stream-race check */
+    int ranks;                /* cpb_sim_ranks: which ranks are simulated */
 } cpb_sim_opts;
+
+/* Which ranks the simulator runs and replays.  Every rank of a method makes the same
+ * allocations (DESIGN section 3), and ranks that a move of the whole world onto itself
+ * maps to each other have the same timeline (backends/sim/sim_symmetry.h); so one rank per
+ * class gives the answer of all, at a cost that no longer grows with the world's size.
+ * The symmetry is checked against sample ranks; when a sample differs, more ranks (every
+ * rank, in the end) are simulated. */
+typedef enum cpb_sim_ranks {
+    CPB_SIM_RANKS_AUTO = 0,   /* every rank up to CPB_SIM_EXACT_MAX_RANKS ranks, symmetric above */
+    CPB_SIM_RANKS_EXACT,      /* every rank, one by one */
+    CPB_SIM_RANKS_SYMMETRIC,  /* one rank per class of ranks alike by symmetry */
+} cpb_sim_ranks;
+#define CPB_SIM_EXACT_MAX_RANKS 64
+/* Ranks count as alike when their traces differ only in the work of some ops by at most
+ * this fraction of the modelled op time (sim_symmetry.h: ring attention's backward) */
+#define CPB_SIM_ALIKE_OP_TOL 0.02
+/* "auto", "exact", "symmetric"; parse: -1 for another name */
+const char *cpb_sim_ranks_name(int ranks);
+int cpb_sim_ranks_parse(const char *name);
 
 /* The simulator's knobs (knobs.h): --host-ram, the host memory of a node (0: the GPU
  * profile's), a column of every sim row */

@@ -209,7 +209,7 @@ static int accepts_granule(const cpb_method *m, const cpb_problem *p, int64_t g,
     return accepts(m, p, k * g) && accepts(m, p, (k + 2) * g);
 }
 
-static int64_t gcd64(int64_t a, int64_t b)
+int64_t cpb_gcd64(int64_t a, int64_t b)
 {
     while (b) {
         int64_t t = a % b;
@@ -233,7 +233,7 @@ int64_t cpb_sweep_granule(const cpb_method *m, const cpb_problem *p, int64_t lo,
         int64_t t = k->type == CPB_KNOB_TOKENS ? cpb_knob_int(p, k->name) : 0;
         if (t <= 0) continue;
         cand[n++] = t;
-        cand[n++] = t / gcd64(t, 2 * C) * 2 * C; /* lcm(t, 2C) */
+        cand[n++] = t / cpb_gcd64(t, 2 * C) * 2 * C; /* lcm(t, 2C) */
     }
     qsort(cand, (size_t)n, sizeof *cand, cmp_i64);
     for (int i = 0; i < n; i++)

@@ -84,6 +84,9 @@ int cpb_sweep_points_left(const cpb_sweep_state *st);
  * refusal).  p->S is ignored. */
 int64_t cpb_sweep_granule(const cpb_method *m, const cpb_problem *p, int64_t lo, int64_t hi);
 
+/* the greatest common divisor (lengths and token-count knobs meet at their lcm) */
+int64_t cpb_gcd64(int64_t a, int64_t b);
+
 #ifdef __cplusplus
 }
 #endif

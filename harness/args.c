@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "cpb_presets.h"
+#include "model_config.h"
 #include "registry.h"
 
 #define CPB_STR_(x) #x
@@ -25,6 +26,7 @@ typedef enum opt_kind {
     OPT_NAME,     /* copied into a char array, checked against `choices` ("" = free) */
     OPT_METHOD,   /* name, comma list or all; each name checked against the registry */
     OPT_MODEL,    /* preset name */
+    OPT_MODEL_CONFIG, /* a config.json, read and registered as a model (model_config.h) */
     OPT_BACKEND,  /* a backend this build knows of (registry.h; it may still be absent) */
     OPT_DTYPE,
     OPT_SIZELIST, /* a,b,c */
@@ -60,42 +62,50 @@ typedef struct opt_def {
 #define NONE CPB_OPT_NONE
 
 static const opt_def opts[] = {
-    {"--method", OPT_METHOD, F(method), CAP(method), NULL, "M|M1,M2|all", "method(s) to run (see `cpbench list`)", COL, C_PROBLEM, BE_ALL, "ring"},
-    {"--model", OPT_MODEL, F(model), CAP(model), NULL, "PRESET", "model preset (see `cpbench list`)", COL, C_PROBLEM, BE_ALL, "llama3-8b"},
-    {"--hidden", OPT_SIZE, F(hidden), 0, NULL, "N", "override hidden size D", COL, C_PROBLEM, BE_ALL, "512"},
-    {"--heads", OPT_INT, F(heads), 0, NULL, "N", "override query heads H", COL, C_PROBLEM, BE_ALL, "16"},
-    {"--kv-heads", OPT_INT, F(kv_heads), 0, NULL, "N", "override key/value heads G", COL, C_PROBLEM, BE_ALL, "4"},
-    {"--head-dim", OPT_INT, F(head_dim), 0, NULL, "N", "override head dim d (even)", COL, C_PROBLEM, BE_ALL, "32"},
-    {"--rope-base", OPT_DOUBLE, F(rope_base), 0, NULL, "F", "override RoPE base (> 1)", KEY, C_PROBLEM, BE_ALL, "500000"},
-    {"--seq", OPT_SIZE, F(seq), 0, NULL, "S", "global sequence length (128K = 131072)", COL, CMD(verify) | CMD(run), BE_ALL, "2048"},
-    {"--dtype", OPT_DTYPE, F(dtype), 0, NULL, "fp32|bf16", "storage dtype (default bf16)", COL, C_PROBLEM, BE_ALL, "fp32"},
+    {"--method", OPT_METHOD, F(method), CAP(method), NULL, "M|M1,M2|all", "method(s) to run (see `cpbench list`)", COL, C_PROBLEM | CMD(plan), BE_ALL, "ring"},
+    {"--model", OPT_MODEL, F(model), CAP(model), NULL, "PRESET", "model preset (see `cpbench list`)", COL, C_PROBLEM | CMD(plan), BE_ALL, "llama3-8b"},
+    {"--model-config", OPT_MODEL_CONFIG, F(model_config), 0, NULL, "FILE",
+     "a Hugging Face config.json instead of a preset (any model: its shape, layers, MLP, vocabulary)", COL,
+     C_PROBLEM | CMD(plan), BE_ALL, NULL},
+    {"--hidden", OPT_SIZE, F(hidden), 0, NULL, "N", "override hidden size D", COL, C_PROBLEM | CMD(plan), BE_ALL, "512"},
+    {"--heads", OPT_INT, F(heads), 0, NULL, "N", "override query heads H", COL, C_PROBLEM | CMD(plan), BE_ALL, "16"},
+    {"--kv-heads", OPT_INT, F(kv_heads), 0, NULL, "N", "override key/value heads G", COL, C_PROBLEM | CMD(plan), BE_ALL, "4"},
+    {"--head-dim", OPT_INT, F(head_dim), 0, NULL, "N", "override head dim d (even)", COL, C_PROBLEM | CMD(plan), BE_ALL, "32"},
+    {"--rope-base", OPT_DOUBLE, F(rope_base), 0, NULL, "F", "override RoPE base (> 1)", KEY, C_PROBLEM | CMD(plan), BE_ALL, "500000"},
+    {"--seq", OPT_SIZE, F(seq), 0, NULL, "S", "global sequence length (128K = 131072)", COL, CMD(verify) | CMD(run) | CMD(plan), BE_ALL, "2048"},
+    {"--dtype", OPT_DTYPE, F(dtype), 0, NULL, "fp32|bf16", "storage dtype (default bf16)", COL, C_PROBLEM | CMD(plan), BE_ALL, "fp32"},
     {"--seed", OPT_UINT64, F(seed), 0, NULL, "N", "input seed (default 1; backends with data)", COL, C_PROBLEM, BE_MEASURED, "7"},
     {"--backend", OPT_BACKEND, F(backend), CAP(backend), NULL, "cpu|sim|cuda", "backend (default cpu)", COL,
-     C_CTX | CMD(device_props), BE_ALL, "cpu"},
-    {"--gpus", OPT_INT, F(gpus), 0, NULL, "N", "world size (sim; --isolate on cpu/cuda), at most " CPB_STR(CPB_MAX_GPUS), COL, C_POINTS, BE_ALL, "8"},
-    {"--gpus-per-node", OPT_INT, F(gpus_per_node), 0, NULL, "N", "sim: GPUs per node (default 8)", KEY, C_POINTS, BE_SIM, "4"},
-    {"--gpu", OPT_NAME, F(gpu), CAP(gpu), "", "PROFILE", "sim GPU profile (h100-sxm, h200, a100-80g, a100-40g)", COL, C_POINTS, BE_SIM, "h200"},
-    {"--scope", OPT_NAME, F(scope), CAP(scope), "layer|model", "layer|model", "sim: one layer or whole-model estimate", COL, C_POINTS, BE_ALL, "model"},
-    {"--mem-cap", OPT_SIZE, F(mem_cap), 0, NULL, "BYTES", "device memory capacity (80G ok)", KEY, C_CTX, BE_ALL, "40G"},
-    {"--host-mem-cap", OPT_SIZE, F(host_mem_cap), 0, NULL, "BYTES", "pinned host capacity per rank", KEY, C_CTX, BE_ALL, "8G"},
+     C_CTX | CMD(device_props) | CMD(plan), BE_ALL, "cpu"},
+    {"--gpus", OPT_INT, F(gpus), 0, NULL, "N", "world size (sim; --isolate on cpu/cuda), at most " CPB_STR(CPB_MAX_GPUS), COL, C_POINTS | CMD(plan), BE_ALL, "8"},
+    {"--gpus-per-node", OPT_INT, F(gpus_per_node), 0, NULL, "N", "sim: GPUs per node (default 8)", KEY, C_POINTS | CMD(plan), BE_SIM, "4"},
+    {"--gpu", OPT_NAME, F(gpu), CAP(gpu), "", "PROFILE", "sim GPU profile (h100-sxm, h200, a100-80g, a100-40g)", COL, C_POINTS | CMD(plan), BE_SIM, "h200"},
+    {"--scope", OPT_NAME, F(scope), CAP(scope), "layer|model", "layer|model", "sim: one layer or whole-model estimate", COL, C_POINTS | CMD(plan), BE_ALL, "model"},
+    {"--mem-cap", OPT_SIZE, F(mem_cap), 0, NULL, "BYTES", "device memory capacity (80G ok)", KEY, C_CTX | CMD(plan), BE_ALL, "40G"},
+    {"--host-mem-cap", OPT_SIZE, F(host_mem_cap), 0, NULL, "BYTES", "pinned host capacity per rank", KEY, C_CTX | CMD(plan), BE_ALL, "8G"},
     {"--comm", OPT_NAME, F(comm), CAP(comm), "nccl|mpi", "nccl|mpi", "cuda collectives (default nccl)", KEY, C_CTX, BE_CUDA, "mpi"},
-    {"--calibration", OPT_STR, F(calibration), 0, NULL, "FILE", "sim: measured profile constants", KEY, C_POINTS, BE_SIM, NULL},
-    {"--no-race-check", OPT_FLAG, F(no_race_check), 0, NULL, NULL, "skip the stream-race check", KEY, C_CTX, BE_ALL, NULL},
+    {"--calibration", OPT_STR, F(calibration), 0, NULL, "FILE", "sim: measured profile constants", KEY, C_POINTS | CMD(plan), BE_SIM, NULL},
+    {"--sim-ranks", OPT_NAME, F(sim_ranks), CAP(sim_ranks), "auto|exact|symmetric", "auto|exact|symmetric",
+     "sim: every rank, or one per class of ranks alike by symmetry (default auto: exact up to 64 ranks)", NONE,
+     C_POINTS | CMD(plan), BE_SIM, "symmetric"},
+    {"--no-race-check", OPT_FLAG, F(no_race_check), 0, NULL, NULL, "skip the stream-race check", KEY, C_CTX | CMD(plan), BE_ALL, NULL},
     {"--warmup", OPT_INT0, F(warmup), 0, NULL, "N", "warm-up steps (default 1)", COL, C_POINTS | CMD(bench_kernels), BE_MEASURED, "2"},
     {"--iters", OPT_INT, F(iters), 0, NULL, "N", "measured steps (default 3)", COL, C_POINTS | CMD(bench_kernels), BE_MEASURED, "5"},
     {"--profile-iter", OPT_INT0, F(profile_iter), 0, NULL, "N", "bracket iteration N for nsys", NONE, C_POINTS, BE_MEASURED, "1"},
     {"--isolate", OPT_FLAG, F(isolate), 0, NULL, NULL, "sweep: run each trial in its own process", NONE, CMD(sweep), BE_ALL, NULL},
+    {"--max-context", OPT_FLAG, F(max_context), 0, NULL, NULL, "plan: the longest context each candidate fits", NONE,
+     CMD(plan), BE_SIM, NULL},
     {"--timeout", OPT_DOUBLE, F(timeout), 0, NULL, "SECONDS", "end every rank when a trial makes no progress this long (default 1800)",
      NONE, C_CTX, BE_MEASURED, "600"},
-    {"--seq-start", OPT_SIZE, F(seq_start), 0, NULL, "S", "sweep (and run --scope model): first length", NONE, C_POINTS | CMD(bench_kernels), BE_ALL, "64K"},
-    {"--seq-stop", OPT_SIZE, F(seq_stop), 0, NULL, "S", "sweep (and run --scope model): last length", NONE, C_POINTS | CMD(bench_kernels), BE_ALL, "8M"},
+    {"--seq-start", OPT_SIZE, F(seq_start), 0, NULL, "S", "sweep (and run --scope model): first length", NONE, C_POINTS | CMD(bench_kernels) | CMD(plan), BE_ALL, "64K"},
+    {"--seq-stop", OPT_SIZE, F(seq_stop), 0, NULL, "S", "sweep (and run --scope model): last length", NONE, C_POINTS | CMD(bench_kernels) | CMD(plan), BE_ALL, "8M"},
     {"--factor", OPT_DOUBLE, F(factor), 0, NULL, "F", "sweep: growth factor (default 2)", NONE, CMD(sweep), BE_ALL, "4"},
-    {"--bisect", OPT_SIZE, F(bisect), 0, NULL, "STEP", "sweep: bisect after the first OOM down to STEP", NONE, C_POINTS, BE_ALL, "16K"},
+    {"--bisect", OPT_SIZE, F(bisect), 0, NULL, "STEP", "sweep: bisect after the first OOM down to STEP", NONE, C_POINTS | CMD(plan), BE_ALL, "16K"},
     {"--seq-list", OPT_SIZELIST, F(seq_list), 0, NULL, "a,b,c", "sweep: these lengths", NONE, CMD(sweep), BE_ALL, "128K,1M"},
     {"--dump", OPT_STR, F(dump), 0, NULL, "FILE", "verify: write inputs and results (HDF5)", NONE, CMD(verify), BE_ALL, NULL},
-    {"--out", OPT_STR, F(out), 0, NULL, "FILE", "results file (HDF5, appended)", NONE, C_POINTS | CMD(bench_kernels), BE_ALL, NULL},
+    {"--out", OPT_STR, F(out), 0, NULL, "FILE", "results file (HDF5, appended)", NONE, C_POINTS | CMD(bench_kernels) | CMD(plan), BE_ALL, NULL},
     {"--force", OPT_FLAG, F(force), 0, NULL, NULL, "--out/--dump may replace a file that is not theirs", NONE,
-     C_POINTS | CMD(verify) | CMD(bench_kernels), BE_ALL, NULL},
+     C_POINTS | CMD(verify) | CMD(bench_kernels) | CMD(plan), BE_ALL, NULL},
     {"--cases", OPT_FILES, F(cases), F(n_cases), NULL, "FILE...", "verify: run the case files' lines for this world size", NONE, CMD(verify), BE_ALL, NULL},
     {"--results", OPT_FILES, F(results), F(n_results), NULL, "FILE...", "fingerprints: the results files to compare", NONE, CMD(fingerprints), BE_ALL, NULL},
     {"--expect-refuse", OPT_FLAG, F(expect_refuse), 0, NULL, NULL, "verify: a refusal passes, acceptance fails", NONE, CMD(verify), BE_ALL, NULL},
@@ -286,6 +296,7 @@ static int parse_value(const opt_def *o, const char *v, cpb_args *a, char *err, 
             }
         }
         snprintf(base, o->cap, "%s", v);
+        if (o->off == F(scope)) a->scope_given = 1;
         return 0;
     case OPT_DTYPE:
         if (strcmp(v, "fp32") == 0) a->dtype = CPB_FP32;
@@ -323,6 +334,14 @@ static int parse_value(const opt_def *o, const char *v, cpb_args *a, char *err, 
             p = comma + 1;
         }
     }
+    case OPT_MODEL_CONFIG:
+        if (!*v) {
+            snprintf(err, err_len, "--model-config: empty file name");
+            return -1;
+        }
+        if (cpb_model_config_register(v, a->model, sizeof a->model, err, err_len) != CPB_OK) return -1;
+        a->model_config = v;
+        return 0;
     case OPT_FILES: break; /* handled by the caller */
     }
     return 0;
@@ -422,6 +441,10 @@ int cpb_args_parse(int argc, char **argv, cpb_args *a, char *err, size_t err_len
             snprintf(err, err_len, "%s: missing value (expected %s)", o->name, o->arg);
             return CPB_ERR_INVALID;
         }
+        if ((o->kind == OPT_MODEL && a->model_config) || (o->kind == OPT_MODEL_CONFIG && a->model[0] && !a->model_config)) {
+            snprintf(err, err_len, "give --model PRESET or --model-config FILE, not both");
+            return CPB_ERR_INVALID;
+        }
         if (parse_value(o, v, a, err, err_len) != 0) return CPB_ERR_INVALID;
     }
     return CPB_OK;
@@ -485,7 +508,7 @@ static int check_knobs(const cpb_args *a, cpb_cmd_id cmd, const char *be_name, c
 {
     if (a->knobs.n == 0) return CPB_OK;
     char opt[64];
-    if (!(C_PROBLEM & (1u << cmd))) {
+    if (!((C_PROBLEM | CMD(plan)) & (1u << cmd))) {
         cpb_knob_option(cpb_knob_at(cpb_knob_index(a->knobs.v[0].name)), opt, sizeof opt);
         snprintf(err, len, "%s is an option of a method or of the simulator; `cpbench %s` does not use it", opt,
                  command_name(cmd));
@@ -507,7 +530,9 @@ static int check_knobs(const cpb_args *a, cpb_cmd_id cmd, const char *be_name, c
                          "--backend sim)", opt, be_name);
                 return CPB_ERR_INVALID;
             }
-            if (general->points == CPB_KNOB_MODEL_SCOPE_POINTS && strcmp(a->scope, "model") != 0) {
+            /* plan's scope is the whole model unless --scope says otherwise */
+            const char *scope = cmd == CPB_CMD_plan && !a->scope_given ? "model" : a->scope;
+            if (general->points == CPB_KNOB_MODEL_SCOPE_POINTS && strcmp(scope, "model") != 0) {
                 snprintf(err, len, "%s is an option of the whole-model estimate; give --scope model (--backend sim)", opt);
                 return CPB_ERR_INVALID;
             }
@@ -536,7 +561,8 @@ static int check_knobs(const cpb_args *a, cpb_cmd_id cmd, const char *be_name, c
 int cpb_args_check_command(const cpb_args *a, cpb_cmd_id cmd, char *err, size_t len)
 {
     const int tool = cmd == CPB_CMD_selftest || cmd == CPB_CMD_bench_kernels || cmd == CPB_CMD_device_props;
-    const char *be_name = tool && !a->backend_given ? "cuda" : a->backend;
+    /* the tools default to the cuda backend, plan searches on the simulator */
+    const char *be_name = !a->backend_given && tool ? "cuda" : !a->backend_given && cmd == CPB_CMD_plan ? "sim" : a->backend;
     const unsigned be = backend_kind(be_name);
     char cmds[128];
     for (int i = 0; i < NOPTS; i++) {
@@ -713,6 +739,8 @@ void cpb_args_sim_opts(const cpb_args *a, cpb_sim_opts *o)
     o->mem_cap = a->mem_cap;
     o->host_mem_cap = a->host_mem_cap;
     o->no_race_check = a->no_race_check;
+    o->ranks = a->sim_ranks[0] ? cpb_sim_ranks_parse(a->sim_ranks) : CPB_SIM_RANKS_AUTO;
+    if (o->ranks < 0) o->ranks = CPB_SIM_RANKS_AUTO; /* the parser accepts only the three names */
 }
 
 int cpb_args_runner_opts(const cpb_args *a, const cpb_backend *be, const char *exe, int nopts, char **opts_,
@@ -776,10 +804,10 @@ int cpb_args_problem(const cpb_args *a, const cpb_method *m, int C, cpb_problem 
     memset(p, 0, sizeof *p);
     if (!a->model[0]) {
         snprintf(err, err_len, "--model is required (presets: %s; override fields with --hidden, "
-                 "--heads, --kv-heads, --head-dim, --rope-base)", cpb_preset_names());
+                 "--heads, --kv-heads, --head-dim, --rope-base), or --model-config FILE", cpb_preset_names());
         return CPB_ERR_INVALID;
     }
-    if (cpb_preset_find(a->model, p) != CPB_OK) {
+    if (cpb_model_shape(a->model, p) != CPB_OK) {
         snprintf(err, err_len, "--model: unknown preset '%s'; presets: %s", a->model, cpb_preset_names());
         return CPB_ERR_INVALID;
     }

@@ -46,7 +46,8 @@ typedef enum cpb_opt_role { CPB_OPT_ROLE_UNSET = 0, CPB_OPT_COLUMN, CPB_OPT_KEY,
 typedef struct cpb_args {
     /* what to run */
     char method[512];        /* --method: a name, a comma list, or "all"; "" = not given */
-    char model[32];          /* --model preset; "" = not given */
+    char model[32];          /* --model preset, or the name --model-config registered; "" = not given */
+    const char *model_config; /* --model-config FILE (a Hugging Face config.json; model_config.h) */
     int64_t hidden;          /* --hidden, --heads, ...: overrides of the preset, 0 = keep */
     int heads, kv_heads, head_dim;
     double rope_base;
@@ -62,12 +63,15 @@ typedef struct cpb_args {
     int gpus;                /* --gpus N (sim world size; 0 = not given); at most CPB_MAX_GPUS */
     int gpus_per_node;       /* --gpus-per-node N (0 = default 8) */
     char gpu[32];            /* --gpu PROFILE (sim; "" = default profile) */
-    char scope[8];           /* --scope layer|model (default layer) */
+    char scope[8];           /* --scope layer|model (default layer; plan: model) */
+    int scope_given;         /* --scope was on the command line */
+    int max_context;         /* --max-context (plan) */
     int64_t mem_cap;         /* --mem-cap BYTES (0 = the device's) */
     int64_t host_mem_cap;    /* --host-mem-cap BYTES (0 = unlimited / profile) */
     char comm[8];            /* --comm nccl|mpi (cuda; default nccl) */
     const char *calibration; /* --calibration FILE */
     int no_race_check;       /* --no-race-check */
+    char sim_ranks[12];      /* --sim-ranks auto|exact|symmetric (sim; default auto) */
     /* measurement */
     int warmup, iters;       /* --warmup N (default 1), --iters N (default 3) */
     int profile_iter;        /* --profile-iter N (-1 = none) */

@@ -38,6 +38,7 @@ static const char *summary(const char *name)
         {"verify", "run methods on seeded inputs and compare with the fp64 reference (mpirun -np C)"},
         {"run", "one trial: peak memory and time (cpu/cuda under mpirun, or --backend sim)"},
         {"sweep", "lengths until the first OOM, bisected; rows appended to --out"},
+        {"plan", "the fastest method and knobs that fit a model on C GPUs (simulator search)"},
         {"selftest", "every op of a backend against the cpu backend (--backend cuda)"},
         {"bench_kernels", "kernel and link micro-benchmarks -> a calibration file for the simulator"},
         {"fingerprints", "do the methods' numeric fingerprints agree at every point of results files?"},

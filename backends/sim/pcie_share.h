@@ -9,6 +9,7 @@
 typedef struct sim_copy {
     double t0, t1;
     sim_entry *e;
+    int w;      /* how many GPUs of the node make this copy (ranks alike by symmetry) */
 } sim_copy;
 
 /* set each copy's e->share to its mean concurrency; max_change = largest change of a

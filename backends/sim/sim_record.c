@@ -75,6 +75,7 @@ int sim_group_find_or_add(cpb_sim_world *w, int n, const int *ranks, int occurre
     memcpy(copy, ranks, sizeof(int) * (size_t)n);
     w->groups[w->ngroups].size = n;
     w->groups[w->ngroups].ranks = copy;
+    w->groups[w->ngroups].occurrence = seen;
     return w->ngroups++;
 }
 

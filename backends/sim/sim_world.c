@@ -13,6 +13,7 @@ int cpb_sim_world_create(int world, cpb_sim_world **out)
     cpb_sim_world *w = calloc(1, sizeof *w);
     if (!w) return CPB_ERR_NOMEM_HOST;
     w->world = world;
+    w->period = world;
     w->traces = calloc((size_t)world, sizeof *w->traces);
     if (!w->traces) {
         free(w);

@@ -4,7 +4,8 @@
  * The backend does no arithmetic.  Each op, collective, event record, stream wait and sync
  * a method issues becomes one trace entry (ops per rank, not per element: a Llama3-8B trial
  * at 5M tokens is a few thousand entries per rank).  After every rank has run, the timing
- * model (timeline.h) replays the traces of all ranks together. */
+ * model (timeline.h) replays the traces of all ranks together, or of one rank per class of
+ * ranks that are alike by symmetry (sim_symmetry.h). */
 #ifndef CPB_SIM_WORLD_H
 #define CPB_SIM_WORLD_H
 
@@ -65,6 +66,7 @@ typedef struct sim_trace {
 typedef struct sim_group {
     int size;
     int *ranks;
+    int occurrence;          /* how many groups with these members came before it */
 } sim_group;
 
 typedef struct cpb_sim_world {
@@ -78,6 +80,10 @@ typedef struct cpb_sim_world {
     int *name_hash;          /* open addressing table of name indices (-1 empty) */
     int name_hash_cap;
     char err[512];           /* first error of the shared state (out of memory) */
+    /* Ranks r and r + period are alike by symmetry (sim_symmetry.h): the timing model
+     * replays only ranks 0 .. period-1, and only their traces need be recorded.  The world
+     * size (the default) replays every rank. */
+    int period;
 } cpb_sim_world;
 
 /* create / destroy the shared state of a world of `world` ranks */

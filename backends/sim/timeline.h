@@ -15,7 +15,9 @@
  *   group and sequence number; send/recv waits for its two peers only) and then takes
  *   latency + bytes_sent / bus bandwidth, NVLink inside a node, the network when the
  *   group spans nodes (rank / gpus_per_node differ);
- * - set-up entries (outside trial/fwd and trial/bwd) take no time. */
+ * - set-up entries (outside trial/fwd and trial/bwd) take no time;
+ * - only ranks 0 .. period-1 are replayed (sim_world.h); rank m arrives where rank
+ *   m % period arrives at the collective moved back by the rank's distance to it. */
 #ifndef CPB_SIM_TIMELINE_H
 #define CPB_SIM_TIMELINE_H
 
@@ -25,6 +27,10 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* What the critical path of a step spends its time on: compute ops on the GPU, collectives
+ * (NVLink or network), host<->device copies and host fills. */
+enum { CPB_SIM_CRIT_COMPUTE = 0, CPB_SIM_CRIT_COMM, CPB_SIM_CRIT_HOST, CPB_SIM_CRIT_COUNT };
 
 typedef struct cpb_sim_timing {
     double fwd_s, bwd_s, step_s;
@@ -36,9 +42,15 @@ typedef struct cpb_sim_timing {
     double pcie_bytes;                     /* host<->device bytes of the busiest rank */
     int passes;                            /* fixed-point passes of the PCIe sharing */
     int64_t entries;                       /* trace entries replayed, all ranks */
+    int replayed_ranks;                    /* the world's period (sim_world.h) */
+    /* the critical path (from the last entry of the slowest rank back, each entry to the
+     * one whose end set its start), its timed seconds by kind of work, and its
+     * collectives' seconds by cpb_coll_kind */
+    double crit_s[CPB_SIM_CRIT_COUNT];
+    double crit_coll_s[CPB_COLL_KIND_COUNT];
 } cpb_sim_timing;
 
-/* Replay the world's traces.  Returns CPB_OK, or CPB_ERR_INVALID with a message in err
+/* Replay the world's traces (ranks 0 .. w->period-1; every rank by default).  Returns CPB_OK, or CPB_ERR_INVALID with a message in err
  * when the traces do not match (a collective some member never reaches, peers that
  * disagree), CPB_ERR_NOMEM_HOST when out of memory. */
 int cpb_sim_timeline(cpb_sim_world *w, const cpb_sim_hw *hw, cpb_sim_timing *out, char *err,

@@ -1,5 +1,6 @@
 /* grid.c — the Ulysses x ring grid (see grid.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/grid.h"
@@ -60,7 +61,7 @@ int cpb_grid_layout(const cpb_problem *p, int rank, cpb_segs *out)
 int cpb_grid_open(cpb_ctx *ctx, const cpb_problem *p, cpb_grid *g)
 {
     int me = cpb_rank(ctx), C = cpb_world_size(ctx), u = cpb_grid_degree(p);
-    if (C != p->C || u <= 0 || C % u || C > CPB_MAX_HEADS)
+    if (C != p->C || u <= 0 || C % u)
         return cpb_fail(ctx, CPB_ERR_INVALID, "grid: %d ranks cannot form Ulysses groups of %d (problem C = %d)", C, u,
                         p->C);
     g->C = C;
@@ -70,12 +71,16 @@ int cpb_grid_open(cpb_ctx *ctx, const cpb_problem *p, cpb_grid *g)
     g->rr = me / u;
     g->c = p->S / (2 * (int64_t)g->R);
     g->w = g->c / u;
-    int members[CPB_MAX_HEADS];
+    /* a ring group has C / u members: any world size */
+    int *members = malloc(sizeof(int) * (size_t)(u > g->R ? u : g->R));
+    if (!members) return cpb_fail(ctx, CPB_ERR_NOMEM_HOST, "grid: out of host memory for %d group members", C);
     /* Ulysses group first, then the ring group, on every rank */
     for (int j = 0; j < u; j++) members[j] = g->rr * u + j;
-    CPB_TRY(cpb_group_create(ctx, u, members, &g->uly));
-    for (int j = 0; j < g->R; j++) members[j] = j * u + g->ui;
-    CPB_TRY(cpb_group_create(ctx, g->R, members, &g->ring));
+    int rc = cpb_group_create(ctx, u, members, &g->uly);
+    for (int j = 0; rc == CPB_OK && j < g->R; j++) members[j] = j * u + g->ui;
+    if (rc == CPB_OK) rc = cpb_group_create(ctx, g->R, members, &g->ring);
+    free(members);
+    CPB_TRY(rc);
     if (g->uly->rank != g->ui || g->ring->rank != g->rr)
         return cpb_fail(ctx, CPB_ERR_INVALID, "grid: rank %d is member %d/%d of its groups, expected %d/%d", me,
                         g->uly->rank, g->ring->rank, g->ui, g->rr);

@@ -22,3 +22,22 @@ int cpb_check_ulysses_degree(const cpb_problem *p, char *why, size_t why_len)
     }
     return CPB_OK;
 }
+
+/* the divisors of n that are at most cap, ascending */
+static int divisors(int64_t n, int64_t cap, int64_t *out, int max)
+{
+    int k = 0;
+    for (int64_t v = 1; v <= n && v <= cap && k < max; v++)
+        if (n % v == 0) out[k++] = v;
+    return k;
+}
+
+int cpb_candidates_head_divisors(const cpb_problem *p, int64_t *out, int max)
+{
+    return divisors(p->H, p->H, out, max);
+}
+
+int cpb_candidates_rank_divisors(const cpb_problem *p, int64_t *out, int max)
+{
+    return divisors(p->C, p->H, out, max);
+}

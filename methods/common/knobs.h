@@ -10,18 +10,22 @@
 extern "C" {
 #endif
 
-/* --head-chunk U: query heads per stage (upipe, hybrid upipe); U must divide H */
+/* --head-chunk U: query heads per stage (upipe, hybrid upipe); U must divide H; plan tries
+ * every divisor of H (the methods refuse those that are not multiples of their degree) */
 int cpb_check_head_chunk(const cpb_problem *p, char *why, size_t why_len);
+int cpb_candidates_head_divisors(const cpb_problem *p, int64_t *out, int max);
 #define CPB_KNOB_HEAD_CHUNK(default_help)                                                   \
     {.name = "head_chunk", .type = CPB_KNOB_INT, .def = "0", .check = cpb_check_head_chunk, .arg = "U", \
-     .help = "query heads per stage (default " default_help ")"}
+     .help = "query heads per stage (default " default_help ")", .candidates = cpb_candidates_head_divisors}
 
 /* --ulysses-degree u: the Ulysses group size of the rank grid (usp, hybrid upipe); u must
- * divide the ranks */
+ * divide the ranks; plan tries every divisor of the ranks up to the query heads */
 int cpb_check_ulysses_degree(const cpb_problem *p, char *why, size_t why_len);
+int cpb_candidates_rank_divisors(const cpb_problem *p, int64_t *out, int max);
 #define CPB_KNOB_ULYSSES_DEGREE                                                             \
     {.name = "ulysses_degree", .type = CPB_KNOB_INT, .def = "0", .check = cpb_check_ulysses_degree, .arg = "u", \
-     .help = "Ulysses group size (default: the largest node-sized group the shape allows)"}
+     .help = "Ulysses group size (default: the largest node-sized group the shape allows)", \
+     .candidates = cpb_candidates_rank_divisors}
 
 #ifdef __cplusplus
 }

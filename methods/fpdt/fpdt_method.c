@@ -105,9 +105,25 @@ static int check_seq_chunk(const cpb_problem *p, char *why, size_t why_len)
     return CPB_OK;
 }
 
+/* plan: S/n for n = 8, 16, .. 128 chunks, each at least 32K tokens and a multiple of the
+ * ranks (smaller chunks trade device memory for host traffic and per-chunk overhead; the
+ * schedule's work grows as the square of the chunks, so more than 128 would only slow the
+ * search); a length too short for 8 such chunks gets the fewest chunks that divide it. */
+static int seq_chunk_candidates(const cpb_problem *p, int64_t *out, int max)
+{
+    int k = 0;
+    for (int64_t n = 128; n >= 1 && k < max; n /= 2) {
+        int64_t c = p->S / n;
+        if (p->S % n || c < 32768 || (p->C > 0 && c % p->C)) continue;
+        if (n >= 8 || k == 0) out[k++] = c;
+        if (n < 8) break;
+    }
+    return k;
+}
+
 static const cpb_knob fpdt_knobs[] = {
     {.name = "seq_chunk", .type = CPB_KNOB_TOKENS, .def = "0", .check = check_seq_chunk, .arg = "N",
-     .help = "global tokens per chunk (default 65536)"},
+     .help = "global tokens per chunk (default 65536)", .candidates = seq_chunk_candidates},
     /* the knob changes the schedule, so it is the method's */
     {.name = "fpdt_impl", .type = CPB_KNOB_CHOICE, .def = "deepspeed", .choices = "deepspeed|pipelined",
      .arg = "deepspeed|pipelined", .help = "DeepSpeed's schedule (the default) or the pipelined one"},

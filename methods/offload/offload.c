@@ -16,9 +16,18 @@ static int check_offload_group(const cpb_problem *p, char *why, size_t why_len)
     return CPB_OK;
 }
 
+/* plan: every divisor of a rank's heads (the group must divide them) */
+static int offload_group_candidates(const cpb_problem *p, int64_t *out, int max)
+{
+    int hc = p->C > 0 && p->H % p->C == 0 ? p->H / p->C : 1, k = 0;
+    for (int v = 1; v <= hc && k < max; v++)
+        if (hc % v == 0) out[k++] = v;
+    return k;
+}
+
 static const cpb_knob offload_knobs[] = {
     {.name = "offload_group", .type = CPB_KNOB_INT, .def = "0", .check = check_offload_group, .arg = "N",
-     .help = "heads per backward group (default: half a rank's heads)"},
+     .help = "heads per backward group (default: half a rank's heads)", .candidates = offload_group_candidates},
     {NULL}};
 
 int offload_group_of(const cpb_problem *p)

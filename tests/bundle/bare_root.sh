@@ -92,7 +92,15 @@ A)
     "A: cpbench run --backend cuda refuses (exit 2)" -- $B/cpbench run --backend cuda --method ulysses --model tiny --seq 64
   expect 2 "cuda backend cannot run here: .*libcublas.so.13" "A: cpbench verify --backend cuda refuses (exit 2)" -- \
     $B/mpirun -np 2 $B/cpbench verify --backend cuda --method ulysses --model tiny --seq 64
-  expect 1 "cuBLAS +libcublas.so.13 +not found" "A: cuda-libs says what is missing" -- $B/cuda-libs ;;
+  expect 1 "cuBLAS +libcublas.so.13 +not found" "A: cuda-libs says what is missing" -- $B/cuda-libs
+  # a Hugging Face config.json, read by the Jansson linked into cpbench (no libjansson here)
+  printf '{"hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8, "rope_theta": 500000.0,
+    "num_hidden_layers": 32, "intermediate_size": 14336, "vocab_size": 128256}\n' > /results/config.json
+  printf '{"hidden_size": "4096"}\n' > /results/bad-config.json
+  expect 0 "^Recommendation \(a prediction: h100-sxm, torchtitan\)" "A: cpbench plan --model-config (Jansson)" -- \
+    $B/cpbench plan --model-config /results/config.json --gpus 8 --seq 1M
+  expect 2 "hidden_size" "A: a bad config.json is refused (exit 2)" -- \
+    $B/cpbench run --backend sim --method ulysses --model-config /results/bad-config.json --gpus 8 --seq 1M ;;
 B)
   expect 0 "plugin /gpu-bundle/lib/libcpb_cuda.so loaded. .*cuBLAS from /usr/local/cuda/lib64/libcublas.so.13.*NCCL from /usr/local/cuda/lib64/libnccl.so.2.*no usable device" \
     "B: cpbench list (toolkit at /usr/local/cuda)" -- $B/cpbench list

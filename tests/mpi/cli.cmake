@@ -58,3 +58,32 @@ cpb_cmd_test(cli_stopped_rank bash ${CMAKE_SOURCE_DIR}/tests/cli/stopped_rank.sh
   ${CMAKE_CURRENT_BINARY_DIR}/cli_stopped_rank)
 cpb_cmd_test(cli_isolate_orphan bash ${CMAKE_SOURCE_DIR}/tests/cli/isolate_orphan.sh ${CPBENCH}
   ${CMAKE_CURRENT_BINARY_DIR}/cli_isolate_orphan)
+# --model-config: a Hugging Face config.json as the model; a bad file is refused (exit 2)
+# naming the field and what was expected, before anything runs or is written
+set(CPB_HF ${CMAKE_CURRENT_SOURCE_DIR}/data/hf)
+cpb_cli_refusal(model_config_wrong_type "hidden_size: expected a positive integer, got a string"
+  ${CPBENCH} run --backend sim --method ulysses --model-config ${CPB_HF}/bad/hidden-string.json --gpus 8 --seq 1M
+  --out ${CPB_CLI_DUMP})
+cpb_cli_refusal(model_config_missing_field "num_hidden_layers: missing"
+  ${CPBENCH} sweep --backend sim --method ulysses --model-config ${CPB_HF}/bad/missing-layers.json --gpus 8
+  --seq-list 1M --out ${CPB_CLI_DUMP})
+cpb_cli_refusal(model_config_not_json "not JSON \\(line 14"
+  ${CPBENCH} run --backend sim --method ulysses --model-config ${CPB_HF}/bad/truncated.json --gpus 8 --seq 1M)
+cpb_cli_refusal(model_config_and_preset "give --model PRESET or --model-config FILE, not both"
+  ${CPBENCH} run --backend sim --method ulysses --model llama3-8b --model-config ${CPB_HF}/Qwen3-32B.json
+  --gpus 8 --seq 1M)
+cpb_cli_test(model_config_run_model_scope ${CPB_EXPECT} 0 - "upipe on Qwen3-32B~[0-9a-f]+ \\(whole model: 64 layers" --
+  ${CPBENCH} run --backend sim --method upipe --model-config ${CPB_HF}/Qwen3-32B.json --gpus 8 --seq 512K
+  --scope model --seq-stop 1M)
+cpb_cli_test(model_config_multimodal ${CPB_EXPECT} 0 - "ulysses on Mistral-Small-3.1-24B~" --
+  ${CPBENCH} run --backend sim --method ulysses --model-config ${CPB_HF}/Mistral-Small-3.1-24B.json --gpus 8 --seq 1M)
+# plan: bad input exits 2 before any search
+cpb_cli_refusal(plan_bad_config "num_key_value_heads: expected a divisor of num_attention_heads"
+  ${CPBENCH} plan --model-config ${CPB_HF}/bad/kv-heads-not-divisor.json --gpus 8 --seq 1M --out ${CPB_CLI_DUMP})
+cpb_cli_refusal(plan_needs_a_length "give --seq S .* or --max-context"
+  ${CPBENCH} plan --model llama3-8b --gpus 8 --out ${CPB_CLI_DUMP})
+cpb_cli_refusal(plan_needs_gpus "--gpus C is required" ${CPBENCH} plan --model llama3-8b --seq 1M --out ${CPB_CLI_DUMP})
+cpb_cli_refusal(plan_not_a_method "searches every method" ${CPBENCH} plan --model llama3-8b --gpus 8 --seq 1M
+  --method ulysses --out ${CPB_CLI_DUMP})
+cpb_cli_refusal(plan_on_the_simulator "searches on the simulator" ${CPBENCH} plan --backend cpu --model llama3-8b
+  --gpus 8 --seq 1M --out ${CPB_CLI_DUMP})

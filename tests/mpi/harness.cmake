@@ -5,6 +5,11 @@ cpb_cmd_test(harness_sweep_sim bash ${CMAKE_CURRENT_SOURCE_DIR}/sweep_test.sh ${
              ${CMAKE_CURRENT_BINARY_DIR}/harness_sweep_sim)
 cpb_cmd_test(harness_figures bash ${CMAKE_CURRENT_SOURCE_DIR}/paper_test.sh ${CPBENCH}
              ${CMAKE_CURRENT_BINARY_DIR}/harness_figures ${CMAKE_SOURCE_DIR})
+# cpbench plan end to end: its table, --out, the recommendation run again, the frontier figure
+cpb_cmd_test(harness_plan bash ${CMAKE_CURRENT_SOURCE_DIR}/plan_test.sh ${CPBENCH}
+             ${CMAKE_CURRENT_BINARY_DIR}/harness_plan ${CMAKE_SOURCE_DIR})
+# two whole-model searches: about 10 s here, minutes under the sanitizers on a shared machine
+set_tests_properties(harness_plan PROPERTIES TIMEOUT 600)
 
 # every method on 2 cpu ranks, two lengths: measured rows from MPI ranks, written by rank 0;
 # run twice, the second time every point comes from the file (resume under MPI)

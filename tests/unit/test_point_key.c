@@ -81,7 +81,9 @@ Test(point_key, every_option_says_what_it_is_to_a_result)
         cr_expect(role == CPB_OPT_COLUMN || role == CPB_OPT_KEY || role == CPB_OPT_NONE,
                   "%s does not say whether it changes a result (args.c: COL, KEY or NONE)", name);
         cr_expect_neq(cpb_args_option_commands(i), 0u, "%s is used by no command", name);
-        if (role != CPB_OPT_NONE && strcmp(name, "--calibration") != 0 && strcmp(name, "--no-race-check") != 0)
+        /* a file's option takes the test's file (--calibration, --model-config) */
+        if (role != CPB_OPT_NONE && strcmp(name, "--calibration") != 0 && strcmp(name, "--no-race-check") != 0 &&
+            strcmp(name, "--model-config") != 0)
             cr_expect_not_null(cpb_args_option_example(i), "%s needs an example value for this test", name);
     }
 }
@@ -95,7 +97,9 @@ Test(point_key, a_result_changing_option_changes_the_key, .init = init, .fini = 
         cpb_opt_role role = cpb_args_option_role(i);
         if (role != CPB_OPT_COLUMN && role != CPB_OPT_KEY) continue;
         const char *be = cpb_args_option_on_backend(i, "sim") ? "sim" : cpb_args_option_on_backend(i, "cpu") ? "cpu" : "cuda";
-        const char *value = strcmp(name, "--calibration") == 0 ? calibration : cpb_args_option_example(i);
+        const char *value = strcmp(name, "--calibration") == 0    ? calibration
+                            : strcmp(name, "--model-config") == 0 ? CPB_TEST_DATA "/hf/Meta-Llama-3-8B.json"
+                                                                  : cpb_args_option_example(i);
         static cpb_row base, other;
         char *argv_base[] = {BASE, (char *)be};
         key_row(sizeof argv_base / sizeof *argv_base, argv_base, &base);
@@ -104,8 +108,9 @@ Test(point_key, a_result_changing_option_changes_the_key, .init = init, .fini = 
         char *argv[16];
         const char *const b[] = {BASE};
         for (size_t k = 0; k < sizeof b / sizeof *b; k++) {
-            /* the option replaces the base's value of it (--method, --seq, --gpus, --backend) */
-            if (strcmp(b[k], name) == 0) {
+            /* the option replaces the base's value of it (--method, --seq, --gpus, --backend;
+             * --model-config the model) */
+            if (strcmp(b[k], name) == 0 || (strcmp(name, "--model-config") == 0 && strcmp(b[k], "--model") == 0)) {
                 k++;
                 continue;
             }

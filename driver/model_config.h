@@ -1,0 +1,59 @@
+/* model_config.h — a model from a Hugging Face config.json (`--model-config FILE`): the
+ * attention shape of the layer and what the whole-model estimate needs (layers, MLP size,
+ * vocabulary, tied embeddings), registered under a name so that every point of a command
+ * finds it as it finds a preset (cpb_model_shape, cpb_model_spec_find).
+ *
+ * Fields read (a multimodal file's nested `text_config` first, then the top level):
+ * hidden_size, num_attention_heads, num_key_value_heads (default: the heads), head_dim
+ * (default: hidden_size / num_attention_heads, which must divide), rope_theta or
+ * rope_parameters.rope_theta (newer files; per layer type: full_attention's),
+ * num_hidden_layers, intermediate_size, vocab_size, tie_word_embeddings (default false).
+ * The whole-model estimate assumes a Llama-style decoder (SwiGLU MLP, two RMSNorms per
+ * layer) whatever the file's model_type. */
+#ifndef CPB_MODEL_CONFIG_H
+#define CPB_MODEL_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpb.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cpb_model_def {
+    char name[32];          /* the results' model column: the file's model name and a hash */
+    int64_t D;
+    int H, G, d;
+    double rope_base;
+    int layers;
+    int64_t ffn, vocab;
+    int tied;
+    char source[256];       /* where it was read from */
+} cpb_model_def;
+
+/* Read a config.json.  CPB_ERR_INVALID with a message that names the file, the field and
+ * what was expected (missing, wrong type, not positive, head_dim not derivable, heads not
+ * a multiple of the kv heads, not JSON, unreadable). */
+int cpb_model_config_read(const char *path, cpb_model_def *out, char *err, size_t err_len);
+
+/* Read and register it: its name then works wherever a preset's does.  *name_out (may be
+ * NULL) gets the name.  CPB_ERR_INVALID as above, or when too many are registered. */
+int cpb_model_config_register(const char *path, char *name_out, size_t name_len, char *err, size_t err_len);
+
+/* The attention shape of model `name` (D, H, G, d, rope base, model): a preset or a
+ * registered config.  CPB_ERR_INVALID for an unknown name (out untouched). */
+int cpb_model_shape(const char *name, cpb_problem *out);
+
+/* the registered config called `name`, NULL when none is */
+const cpb_model_def *cpb_model_config_find(const char *name);
+/* its whole-model description (model_scope.h; cpb_model_spec_find looks here after the
+ * presets), NULL when none is registered */
+struct cpb_model_spec;
+const struct cpb_model_spec *cpb_model_config_spec(const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

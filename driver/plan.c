@@ -1,0 +1,402 @@
+/* plan.c — the search of `cpbench plan` (plan.h): the candidates from the knob tables, and
+ * one simulated point of a candidate, whole model or layer. */
+#include "plan.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_profiles.h"
+#include "knobs.h"
+#include "model_scope.h"
+#include "provenance.h"
+#include "registry.h"
+#include "sweep.h"
+
+#define MAX_VALUES 32       /* candidate values of one knob */
+#define MAX_COMBOS 4096     /* knob combinations of one method */
+
+const char *cpb_plan_bound_name(int bound)
+{
+    switch (bound) {
+    case CPB_BOUND_COMPUTE: return "compute";
+    case CPB_BOUND_COMM: return "communication";
+    case CPB_BOUND_DEVICE_MEM: return "device memory";
+    case CPB_BOUND_HOST_MEM: return "host memory";
+    default: return "error";
+    }
+}
+
+static int is_model(const cpb_plan_opts *o)
+{
+    return !o->scope || strcmp(o->scope, "model") == 0;
+}
+
+/* ---------------------------------------------------------------- one point */
+
+/* what bounds a fitting run: the larger of compute and communication on the critical path */
+static void speed_bound(cpb_plan_cand *c)
+{
+    const cpb_row *r = &c->row;
+    double comm = r->crit_comm_s + r->crit_host_s, total = r->crit_compute_s + comm;
+    c->bound = comm > r->crit_compute_s ? CPB_BOUND_COMM : CPB_BOUND_COMPUTE;
+    c->bound_share = total > 0 ? (c->bound == CPB_BOUND_COMM ? comm : r->crit_compute_s) / total : 1.0;
+    c->bound_detail = NULL;
+    if (comm <= 0) return;
+    double best = r->crit_host_s;
+    c->bound_detail = "host copies";
+    for (int k = 0; k < CPB_COLL_KIND_COUNT; k++)
+        if (r->crit_coll_s[k] > best) best = r->crit_coll_s[k], c->bound_detail = cpb_coll_kind_name(k);
+}
+
+static int is_memory_failure(const cpb_row *r)
+{
+    /* the layer trial's pinned host capacity is CPB_ERR_NOMEM_HOST from the allocator */
+    return r->code == CPB_ERR_OOM || (r->code == CPB_ERR_NOMEM_HOST && strstr(r->reason, "out of host memory allocating"));
+}
+
+/* Simulate candidate (m, p) at p->S into c: its row, what it needs and what bounds it.
+ * Returns CPB_OK (the row may say oom or error), or CPB_ERR_INVALID for bad input. */
+static int eval_point(const cpb_plan_opts *o, const cpb_method *m, const cpb_problem *p, cpb_plan_cand *c,
+                      char *err, size_t err_len)
+{
+    cpb_gpu_profile prof;
+    CPB_TRY(cpb_sim_profile(&o->sim, p, &prof, err, err_len));
+    c->cap = o->sim.mem_cap > 0 ? o->sim.mem_cap : cpb_gpu_profile_usable(&prof);
+    c->cap_host = o->sim.host_mem_cap > 0 ? o->sim.host_mem_cap : cpb_gpu_profile_host_per_gpu(&prof);
+    c->need = c->need_host = 0;
+    c->points++;
+    if (is_model(o)) {
+        cpb_model_estimate *e = NULL;
+        CPB_TRY(cpb_model_estimate_new(p, m, &o->sim, &e, err, err_len));
+        cpb_model_estimate_row(e, &c->row);
+        if (e->attn.code == CPB_OK) {
+            c->need = e->moment[e->peak_moment].total;
+            c->need_host = e->host_bytes;
+            c->cap = e->capacity;
+            c->cap_host = e->host_capacity;
+        }
+        cpb_model_estimate_free(e);
+    } else {
+        CPB_TRY(cpb_sim_layer(p, m, &o->sim, &c->row));
+        c->need = c->row.peak_bytes;
+        c->need_host = c->row.host_peak_bytes;
+        if (is_memory_failure(&c->row)) {
+            /* the trial stopped at the allocation that failed: how much it would need */
+            static cpb_row full;
+            cpb_sim_opts so = o->sim;
+            so.mem_cap = so.host_mem_cap = (int64_t)1 << 60;
+            if (cpb_sim_layer(p, m, &so, &full) == CPB_OK && full.code == CPB_OK) {
+                c->need = full.peak_bytes;
+                c->need_host = full.host_peak_bytes;
+            }
+        }
+    }
+    cpb_provenance_utc_now(c->row.timestamp, sizeof c->row.timestamp);
+    c->p = *p;
+    double od = c->cap > 0 ? (double)c->need / (double)c->cap : 0, oh = c->cap_host > 0 ? (double)c->need_host / (double)c->cap_host : 0;
+    c->over = (od > oh ? od : oh) - 1.0;
+    c->fits = c->row.code == CPB_OK;
+    if (c->fits) speed_bound(c);
+    else if (is_memory_failure(&c->row) || c->row.code == CPB_ERR_NOMEM_HOST)
+        /* when both run short, the one it is further over bounds it */
+        c->bound = od > 1 && (oh <= 1 || od >= oh)                 ? CPB_BOUND_DEVICE_MEM
+                   : oh > 1                                        ? CPB_BOUND_HOST_MEM
+                   : strncmp(c->row.reason, "device memory", 13) == 0 ? CPB_BOUND_DEVICE_MEM
+                                                                   : CPB_BOUND_HOST_MEM;
+    else
+        c->bound = CPB_BOUND_ERROR;
+    return CPB_OK;
+}
+
+/* ---------------------------------------------------------------- candidates */
+
+/* one knob's values to try */
+typedef struct knob_values {
+    const cpb_knob *k;
+    int n;
+    int64_t i[MAX_VALUES];
+    char s[MAX_VALUES][CPB_KNOB_LEN];
+} knob_values;
+
+static int searched_knobs(const cpb_plan_opts *o, const cpb_method *m, const cpb_problem *probe, knob_values *kv,
+                          int max)
+{
+    int n = 0;
+    const char *scope = is_model(o) ? "model" : "layer";
+    for (int i = 0; i < cpb_knob_count() && n < max; i++) {
+        const cpb_knob *k = cpb_knob_of(m, cpb_knob_at(i)->name);
+        if (!k || !cpb_knob_belongs(k, &cpb_backend_sim, scope) || k->setup) continue;
+        if (cpb_knobs_find(&o->given, k->name)) continue; /* given: its value, not searched */
+        knob_values *v = &kv[n];
+        memset(v, 0, sizeof *v);
+        v->k = k;
+        if (k->candidates) {
+            v->n = k->candidates(probe, v->i, MAX_VALUES);
+        } else if (k->type == CPB_KNOB_CHOICE) {
+            for (const char *c = k->choices ? k->choices : ""; *c && v->n < MAX_VALUES;) {
+                const char *bar = strchr(c, '|');
+                size_t len = bar ? (size_t)(bar - c) : strlen(c);
+                if (len < CPB_KNOB_LEN) {
+                    memcpy(v->s[v->n], c, len);
+                    v->s[v->n++][len] = 0;
+                }
+                if (!bar) break;
+                c = bar + 1;
+            }
+        }
+        if (v->n > 0) n++;
+    }
+    return n;
+}
+
+static void format_tokens(char *buf, size_t len, int64_t v)
+{
+    if (v >= (1 << 20) && v % (1 << 20) == 0) snprintf(buf, len, "%lldM", (long long)(v >> 20));
+    else if (v >= 1024 && v % 1024 == 0) snprintf(buf, len, "%lldK", (long long)(v >> 10));
+    else snprintf(buf, len, "%lld", (long long)v);
+}
+
+/* "head_chunk=8 seq_chunk=64K": the searched and given knobs of the candidate */
+static void describe(const cpb_method *m, const cpb_problem *p, const cpb_plan_opts *o, char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = 0;
+    const char *scope = is_model(o) ? "model" : "layer";
+    for (int i = 0; i < cpb_knob_count(); i++) {
+        const cpb_knob *k = cpb_knob_of(m, cpb_knob_at(i)->name);
+        if (!k || k->setup || !cpb_knob_belongs(k, &cpb_backend_sim, scope)) continue;
+        const cpb_knob_value *v = cpb_knobs_find(&p->knobs, k->name);
+        if (!v) continue;
+        char val[48];
+        if (k->type == CPB_KNOB_CHOICE) snprintf(val, sizeof val, "%s", v->s);
+        else if (v->i == 0) continue; /* the method's default, not searched */
+        else if (k->type == CPB_KNOB_TOKENS) format_tokens(val, sizeof val, v->i);
+        else snprintf(val, sizeof val, "%lld", (long long)v->i);
+        n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "%s%s=%s", n ? " " : "", k->name, val);
+    }
+}
+
+/* the length at which a candidate's knobs are checked with max_context: a multiple of 2C
+ * and of its token-count knobs (the lengths a sweep of it takes), at least the start */
+static int64_t probe_length(const cpb_problem *p, const cpb_knobs *combo, int64_t start)
+{
+    int64_t l = 2 * (int64_t)p->C;
+    for (int i = 0; i < combo->n; i++) {
+        int idx = cpb_knob_index(combo->v[i].name);
+        const cpb_knob *k = idx >= 0 ? cpb_knob_at(idx) : NULL;
+        if (k && k->type == CPB_KNOB_TOKENS && combo->v[i].i > 0) l = l / cpb_gcd64(l, combo->v[i].i) * combo->v[i].i;
+    }
+    return (start + l - 1) / l * l;
+}
+
+typedef struct search {
+    const cpb_plan_opts *o;
+    cpb_plan *pl;
+    int cap;
+    cpb_knobs *combos;        /* [cap] each candidate's knob values as given to cpb_knobs_apply */
+    char *err;
+    size_t err_len;
+} search;
+
+static int add_refusal(cpb_plan *pl, const char *method, const char *why)
+{
+    size_t n = strlen(pl->refusals);
+    snprintf(pl->refusals + n, sizeof pl->refusals - n, "%s%s (%s)", n ? "; " : "", method, why);
+    return 0;
+}
+
+static int push(search *s, const cpb_method *m, const cpb_problem *p, const cpb_knobs *combo)
+{
+    cpb_plan *pl = s->pl;
+    if (pl->n == s->cap) {
+        int nc = s->cap ? 2 * s->cap : 64;
+        cpb_plan_cand *c = realloc(pl->c, sizeof *c * (size_t)nc);
+        cpb_knobs *k = realloc(s->combos, sizeof *k * (size_t)nc);
+        if (c) pl->c = c;
+        if (k) s->combos = k;
+        if (!c || !k) {
+            snprintf(s->err, s->err_len, "plan: out of host memory for %d candidates", nc);
+            return CPB_ERR_NOMEM_HOST;
+        }
+        s->cap = nc;
+    }
+    cpb_plan_cand *c = &pl->c[pl->n];
+    memset(c, 0, sizeof *c);
+    c->m = m;
+    c->p = *p;
+    describe(m, p, s->o, c->knobs, sizeof c->knobs);
+    s->combos[pl->n] = *combo;
+    pl->n++;
+    return CPB_OK;
+}
+
+/* every combination of m's knob values that m and the knobs' checks accept */
+static int enumerate(search *s, const cpb_method *m)
+{
+    const cpb_plan_opts *o = s->o;
+    /* the knobs' candidates for the length (with max_context the longest searched: its
+     * chunk candidates are the ones worth trying at every length up to it) */
+    cpb_problem probe = o->base;
+    probe.S = o->max_context ? o->seq_stop : o->base.S;
+    static knob_values kv[CPB_MAX_KNOBS];
+    int nk = searched_knobs(o, m, &probe, kv, CPB_MAX_KNOBS);
+    int idx[CPB_MAX_KNOBS] = {0}, combos = 0, accepted = 0;
+    char first_why[512] = "";
+    for (;;) {
+        cpb_knobs combo = o->given;
+        for (int i = 0; i < nk; i++) {
+            if (kv[i].k->type == CPB_KNOB_CHOICE) cpb_knobs_set_str(&combo, kv[i].k->name, kv[i].s[idx[i]]);
+            else cpb_knobs_set_int(&combo, kv[i].k->name, kv[i].i[idx[i]]);
+        }
+        cpb_problem p = o->base;
+        p.S = o->max_context ? probe_length(&p, &combo, o->seq_start) : o->base.S;
+        char why[512] = "";
+        int ok = cpb_knobs_apply(m, &combo, &p, why, sizeof why) == CPB_OK;
+        if (ok && m->check && m->check(&p, why, sizeof why) != CPB_OK) ok = 0;
+        if (ok) {
+            CPB_TRY(push(s, m, &p, &combo));
+            accepted++;
+        } else {
+            s->pl->refused++;
+            if (!first_why[0]) snprintf(first_why, sizeof first_why, "%s", why[0] ? why : "refused");
+        }
+        /* the next combination (odometer) */
+        int i = 0;
+        for (; i < nk; i++) {
+            if (++idx[i] < kv[i].n) break;
+            idx[i] = 0;
+        }
+        if (i == nk || ++combos >= MAX_COMBOS) break;
+    }
+    if (!accepted) add_refusal(s->pl, m->name, first_why);
+    return CPB_OK;
+}
+
+/* ---------------------------------------------------------------- the search */
+
+static int run_candidate(search *s, int i)
+{
+    const cpb_plan_opts *o = s->o;
+    cpb_plan_cand *c = &s->pl->c[i];
+    const cpb_method *m = c->m;
+    if (!o->max_context) return eval_point(o, m, &c->p, c, s->err, s->err_len);
+    cpb_sweep_plan sp;
+    memset(&sp, 0, sizeof sp);
+    sp.start = o->seq_start;
+    sp.stop = o->seq_stop;
+    sp.factor = 2.0;
+    sp.bisect = o->bisect;
+    sp.granule = cpb_sweep_granule(m, &c->p, sp.start, sp.stop);
+    if (cpb_sweep_plan_check(&sp, s->err, s->err_len) != CPB_OK) return CPB_ERR_INVALID;
+    cpb_sweep_state st;
+    cpb_sweep_begin(&st, &sp);
+    static cpb_plan_cand cur, best, first;
+    int have_best = 0, have_first = 0, points = 0;
+    for (int64_t S; (S = cpb_sweep_next(&st)) > 0;) {
+        cpb_problem q = c->p;
+        q.S = S;
+        char why[512];
+        cpb_point_status ps;
+        if (cpb_knobs_apply(m, &s->combos[i], &q, why, sizeof why) != CPB_OK || (m->check && m->check(&q, why, sizeof why) != CPB_OK)) {
+            ps = CPB_POINT_REFUSED;
+        } else {
+            cur = *c;
+            cur.points = 0;
+            CPB_TRY(eval_point(o, m, &q, &cur, s->err, s->err_len));
+            points++;
+            ps = cur.fits ? CPB_POINT_OK : cur.bound == CPB_BOUND_ERROR ? CPB_POINT_ERROR : CPB_POINT_OOM;
+            if (ps == CPB_POINT_OK && (!have_best || S > best.p.S)) best = cur, have_best = 1;
+            if (!have_first || ps == CPB_POINT_ERROR) first = cur, have_first = 1;
+            if (ps == CPB_POINT_OOM && (!c->first_oom || S < c->first_oom)) c->first_oom = S, c->limit = cur.bound;
+            if (o->progress) o->progress(o->progress_ctx, i, s->pl->n, s->pl->points + points, m->name);
+            if (ps == CPB_POINT_ERROR) break;
+        }
+        cpb_sweep_report(&st, S, ps);
+    }
+    int64_t first_oom = c->first_oom;
+    int limit = c->limit;
+    if (have_first && first.bound == CPB_BOUND_ERROR) *c = first;
+    else if (have_best) *c = best, c->max_seq = best.p.S;
+    else if (have_first) *c = first; /* the shortest length did not fit: how far it is */
+    else {
+        c->bound = CPB_BOUND_ERROR;
+        cpb_row_point(&c->row, m, &c->p, &cpb_backend_sim, "", is_model(o) ? "model" : "layer");
+        cpb_row_set_status(&c->row, CPB_ERR_INVALID, "no length in the searched range is one the method accepts");
+    }
+    c->first_oom = first_oom;
+    c->limit = limit;
+    c->points = points;
+    return CPB_OK;
+}
+
+/* the recommendation again with every rank simulated, when that is cheap */
+static int check_exact(const cpb_plan_opts *o, cpb_plan *pl, char *err, size_t err_len)
+{
+    if (pl->recommended < 0 || o->sim.ranks == CPB_SIM_RANKS_EXACT || o->base.C > CPB_SIM_EXACT_MAX_RANKS) return CPB_OK;
+    const cpb_plan_cand *r = &pl->c[pl->recommended];
+    cpb_plan_opts ex = *o;
+    ex.sim.ranks = CPB_SIM_RANKS_EXACT;
+    static cpb_plan_cand c;
+    c = *r;
+    CPB_TRY(eval_point(&ex, r->m, &r->p, &c, err, err_len));
+    pl->points++;
+    if (c.need == r->need && c.need_host == r->need_host && c.row.step_s == r->row.step_s && c.row.code == r->row.code) {
+        pl->exact_check = 1;
+    } else {
+        pl->exact_check = -1;
+        snprintf(pl->exact_why, sizeof pl->exact_why, "every rank: peak %lld B, host %lld B, step %.9g s; alike "
+                 "ranks once: %lld B, %lld B, %.9g s", (long long)c.need, (long long)c.need_host, c.row.step_s,
+                 (long long)r->need, (long long)r->need_host, r->row.step_s);
+    }
+    return CPB_OK;
+}
+
+int cpb_plan_search(const cpb_plan_opts *o, cpb_plan *pl, char *err, size_t err_len)
+{
+    memset(pl, 0, sizeof *pl);
+    pl->recommended = pl->closest = pl->runner_up = pl->roomy = -1;
+    cpb_plan_opts oo = *o;
+    const int64_t C = o->base.C;
+    if (C <= 0) {
+        snprintf(err, err_len, "plan: --gpus C is required (the number of GPUs)");
+        return CPB_ERR_INVALID;
+    }
+    if (o->max_context) {
+        /* defaults scale with the GPUs: 16K, 2M and 32K tokens per GPU (128K to 16M in steps
+         * of 256K on 8) */
+        if (oo.seq_start <= 0) oo.seq_start = 16384 * C;
+        if (oo.seq_stop <= 0) oo.seq_stop = 2097152 * C;
+        if (oo.bisect <= 0) oo.bisect = 32768 * C;
+        pl->seq_start = oo.seq_start, pl->seq_stop = oo.seq_stop, pl->bisect = oo.bisect;
+    } else if (o->base.S <= 0) {
+        snprintf(err, err_len, "plan: give --seq S (the context length) or --max-context");
+        return CPB_ERR_INVALID;
+    }
+    search s = {&oo, pl, 0, NULL, err, err_len};
+    int rc = CPB_OK;
+    for (int i = 0; i < cpb_method_count() && rc == CPB_OK; i++) rc = enumerate(&s, cpb_method_at(i));
+    for (int i = 0; i < pl->n && rc == CPB_OK; i++) {
+        if (o->progress && !o->max_context) o->progress(o->progress_ctx, i, pl->n, pl->points, pl->c[i].m->name);
+        rc = run_candidate(&s, i);
+        pl->points += pl->c[i].points;
+        if (pl->c[i].bound == CPB_BOUND_ERROR) pl->errors++;
+    }
+    if (o->progress && rc == CPB_OK) o->progress(o->progress_ctx, pl->n, pl->n, pl->points, "");
+    free(s.combos);
+    if (rc != CPB_OK) {
+        cpb_plan_free(pl);
+        return rc;
+    }
+    cpb_plan_rank(pl, o->max_context);
+    return check_exact(&oo, pl, err, err_len);
+}
+
+void cpb_plan_free(cpb_plan *pl)
+{
+    free(pl->c);
+    free(pl->order);
+    pl->c = NULL;
+    pl->order = NULL;
+    pl->n = 0;
+}

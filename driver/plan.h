@@ -1,0 +1,109 @@
+/* plan.h — `cpbench plan`: the fastest configuration that fits, found on the simulator.
+ *
+ * The search runs every method with every combination of its knobs' candidate values
+ * (cpb_knob.candidates; a choice knob's choices; a knob given on the command line, or one
+ * that describes the setup (cpb_knob.setup: --framework, --host-ram), keeps its value), on
+ * the whole model (--scope model, the default) or one attention layer.  A new knob of a
+ * method, or of every simulated point, is searched as soon as its table says what to try.
+ *
+ * Each candidate gets the row `cpbench run` would write for it, what it needs of device
+ * and host memory against what is usable, and what bounds it: device or host memory when
+ * it does not fit, else compute or communication, from the critical path of the
+ * simulator's stream timelines.  With max_context each candidate's longest fitting length
+ * is bisected instead (its row is the one at that length).
+ *
+ * The recommendation: at a given length, the fastest candidate that fits (tokens/s per
+ * GPU; ties: the smaller peak, then the earlier in search order); with max_context, the
+ * one with the longest context (ties: the faster there).  paper/make_figures.py --plan
+ * applies the same rule to a results file. */
+#ifndef CPB_PLAN_H
+#define CPB_PLAN_H
+
+#include "cpb_method.h"
+#include "row.h"
+#include "sim_layer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum cpb_plan_bound {
+    CPB_BOUND_COMPUTE = 0,  /* fits; compute is most of the critical path */
+    CPB_BOUND_COMM,         /* fits; collectives and host copies are most of it */
+    CPB_BOUND_DEVICE_MEM,   /* does not fit the device */
+    CPB_BOUND_HOST_MEM,     /* fits the device, not the host's memory */
+    CPB_BOUND_ERROR,        /* the simulation failed (a bug: its reason says what) */
+} cpb_plan_bound;
+const char *cpb_plan_bound_name(int bound);
+
+typedef struct cpb_plan_opts {
+    cpb_sim_opts sim;        /* GPU profile, GPUs per node, capacities, calibration */
+    const char *scope;       /* "model" (NULL: model) or "layer" */
+    cpb_problem base;        /* shape, dtype and world size C; S = the length (0 with max_context) */
+    cpb_knobs given;         /* knobs given on the command line: not searched */
+    int max_context;         /* bisect each candidate's longest fitting length */
+    int64_t seq_start, seq_stop, bisect; /* its range (0: 16K, 2M and 32K tokens per GPU) */
+    /* called after every simulated point (may be NULL) */
+    void (*progress)(void *ctx, int cands_done, int cands_total, int points, const char *next);
+    void *progress_ctx;
+} cpb_plan_opts;
+
+typedef struct cpb_plan_cand {
+    const cpb_method *m;
+    cpb_problem p;            /* its knobs; p.S the length of its row */
+    char knobs[160];          /* "head_chunk=8 seq_chunk=65536", "" without knobs */
+    cpb_row row;              /* as `cpbench run` writes it */
+    int fits;
+    int64_t need, need_host;  /* device and host bytes per GPU it needs ... */
+    int64_t cap, cap_host;    /* ... and those usable */
+    double over;              /* max(need / cap, need_host / cap_host) - 1: <= 0 fits */
+    int bound;                /* cpb_plan_bound */
+    double bound_share;       /* compute / communication: its share of the critical path */
+    const char *bound_detail; /* communication: the largest part ("all_to_all", "host copies") */
+    int64_t max_seq;          /* max_context: the longest fitting length (0: none) */
+    int64_t first_oom;        /* max_context: the shortest length that did not fit (0: none) ... */
+    int limit;                /* ... and what it ran out of (cpb_plan_bound) */
+    int points;               /* points simulated for it */
+    int frontier;             /* on the Pareto frontier (memory vs tokens/s; max_context: length vs tokens/s) */
+} cpb_plan_cand;
+
+typedef struct cpb_plan {
+    cpb_plan_cand *c;
+    int n;
+    int *order;               /* [n] the table's order: fitting ones best first, then the others
+                                 closest first, errors last */
+    int recommended;          /* index into c; -1 when none fits */
+    int closest;              /* when none fits: the candidate that comes closest; else -1 */
+    int runner_up;            /* the next best fitting one, -1 when none */
+    int roomy;                /* the fastest fitting one with at least CPB_PLAN_ROOMY headroom */
+    int refused;              /* knob combinations a method or a check refused */
+    char refusals[2048];      /* methods with no candidate at all, each with its reason */
+    int errors;               /* candidates whose simulation failed */
+    int points;               /* points simulated */
+    int64_t seq_start, seq_stop, bisect; /* max_context: the range searched */
+    /* the recommendation simulated again with every rank (--sim-ranks exact), when the
+     * search took one rank per class of alike ranks and the world has at most
+     * CPB_SIM_EXACT_MAX_RANKS: 1 the same peak and step time, -1 not (then
+     * exact_why says how), 0 not checked */
+    int exact_check;
+    char exact_why[256];
+} cpb_plan;
+
+/* headroom below which the allocator's fragmentation can make a fitting run fail
+ * (docs/simulator.md: the caching allocator's gap): the recommendation names the fastest
+ * candidate with at least this much too */
+#define CPB_PLAN_ROOMY 0.10
+
+/* Search.  CPB_OK with the plan (even when nothing fits: recommended = -1), or
+ * CPB_ERR_INVALID for bad input with err set.  Release with cpb_plan_free. */
+int cpb_plan_search(const cpb_plan_opts *o, cpb_plan *out, char *err, size_t err_len);
+void cpb_plan_free(cpb_plan *pl);
+
+/* The ranking, frontier and recommendation of the candidates (called by cpb_plan_search;
+ * exposed for tests) */
+void cpb_plan_rank(cpb_plan *pl, int max_context);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,477 @@
+/* cmd_plan.c — `cpbench plan`: which method, with which knobs, and how fast, for a model
+ * on C GPUs at a context length (or the longest context each fits), searched on the
+ * simulator (driver/plan.h).
+ *
+ *   cpbench plan --model PRESET | --model-config FILE --gpus C [--gpus-per-node N]
+ *                [--gpu PROFILE] [--framework PRESET] [--scope model|layer]
+ *                (--seq S | --max-context [--seq-start S --seq-stop S --bisect S]) [--out FILE]
+ *
+ * Prints the ranked candidates (method, knobs, predicted peak, headroom, tokens/s per GPU,
+ * what bounds the run), the Pareto frontier, and a recommendation with its reason; a
+ * progress line goes to stderr while it searches.  Every output says it is a prediction,
+ * from which GPU profile and which training setup.  --out appends every candidate's row to
+ * a results file (points already there are not written again).  Exit: 0 with a
+ * recommendation, 3 when no candidate fits, 2 for bad input, 1 when a candidate's
+ * simulation failed or the results file could not be written. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "gpu_profiles.h"
+#include "model_scope.h"
+#include "plan.h"
+#include "progress.h"
+#include "provenance.h"
+#include "registry.h"
+#include "results_h5.h"
+
+#define EXIT_NOTHING_FITS 3
+
+static double gib(int64_t b)
+{
+    return (double)b / 1073741824.0;
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* tokens/s per GPU to four significant digits (a 1,024-GPU plan runs at a few) */
+static const char *tps_text(double v, char *buf, size_t len)
+{
+    snprintf(buf, len, v >= 1000 ? "%.0f" : v >= 100 ? "%.1f" : v >= 10 ? "%.2f" : "%.3f", v);
+    return buf;
+}
+
+static void tokens_label(char *buf, size_t len, int64_t S)
+{
+    if (S >= (1 << 20) && S % (1 << 18) == 0) snprintf(buf, len, "%gM", (double)S / 1048576.0);
+    else if (S >= 1024 && S % 1024 == 0) snprintf(buf, len, "%lldK", (long long)(S >> 10));
+    else snprintf(buf, len, "%lld", (long long)S);
+}
+
+/* ---------------------------------------------------------------- progress (stderr) */
+
+typedef struct progress {
+    double t0, last;
+    int tty;
+    int printed;
+} progress;
+
+static void on_progress(void *ctx, int done, int total, int points, const char *next)
+{
+    progress *pr = ctx;
+    double t = now_s(), el = t - pr->t0;
+    if (done < total && t - pr->last < (pr->tty ? 0.25 : 2.0) && pr->printed) return;
+    pr->last = t;
+    pr->printed = 1;
+    char left[32] = "";
+    if (done > 0 && done < total) {
+        char d[24];
+        cpb_progress_format_duration(d, sizeof d, el / done * (total - done));
+        snprintf(left, sizeof left, ", ~%s left", d);
+    }
+    char e[24];
+    cpb_progress_format_duration(e, sizeof e, el);
+    fprintf(stderr, "%s# plan: %d/%d candidates, %d points simulated, %s%s%s%s%s", pr->tty ? "\r" : "", done, total,
+            points, e, left, next && next[0] ? ", now " : "", next ? next : "", pr->tty ? "\033[K" : "\n");
+    if (pr->tty && done >= total) fputc('\n', stderr);
+    fflush(stderr);
+}
+
+/* ---------------------------------------------------------------- printing */
+
+typedef struct ctx {
+    const cpb_args *a;
+    const cpb_plan_opts *o;
+    const cpb_gpu_profile *prof;
+    const cpb_framework *fw;
+    int model;
+} ctx;
+
+static const char *knobs_or_dash(const cpb_plan_cand *c)
+{
+    return c->knobs[0] ? c->knobs : "-";
+}
+
+/* "upipe head_chunk=8", "ulysses (no knobs)" */
+static const char *named(const cpb_plan_cand *c, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s %s", c->m->name, c->knobs[0] ? c->knobs : "(no knobs)");
+    return buf;
+}
+
+static void bound_text(const cpb_plan_cand *c, char *buf, size_t len)
+{
+    switch (c->bound) {
+    case CPB_BOUND_COMPUTE:
+        snprintf(buf, len, "compute %.0f%%", 100 * c->bound_share);
+        break;
+    case CPB_BOUND_COMM:
+        snprintf(buf, len, "communication %.0f%% (%s)", 100 * c->bound_share, c->bound_detail ? c->bound_detail : "");
+        break;
+    case CPB_BOUND_DEVICE_MEM:
+        if (c->need_host > c->cap_host)
+            snprintf(buf, len, "device memory +%.2f GiB (host +%.2f)", gib(c->need - c->cap), gib(c->need_host - c->cap_host));
+        else snprintf(buf, len, "device memory +%.2f GiB", gib(c->need - c->cap));
+        break;
+    case CPB_BOUND_HOST_MEM:
+        if (c->need > c->cap)
+            snprintf(buf, len, "host memory +%.2f GiB (device +%.2f)", gib(c->need_host - c->cap_host), gib(c->need - c->cap));
+        else snprintf(buf, len, "host memory +%.2f GiB", gib(c->need_host - c->cap_host));
+        break;
+    default:
+        snprintf(buf, len, "error");
+    }
+}
+
+static void headroom_text(const cpb_plan_cand *c, char *buf, size_t len)
+{
+    if (c->bound == CPB_BOUND_ERROR || c->cap <= 0) snprintf(buf, len, "-");
+    else snprintf(buf, len, "%.2f (%.0f%%)", gib(c->cap - c->need), 100.0 * (double)(c->cap - c->need) / (double)c->cap);
+}
+
+static void print_header(const ctx *x, const cpb_plan *pl, double seconds)
+{
+    const cpb_args *a = x->a;
+    const cpb_gpu_profile *g = x->prof;
+    printf("# cpbench plan: PREDICTIONS of the simulator, not measurements\n");
+    printf("#   GPU profile %s: %d per node, %.2f GiB usable per GPU, %.2f GiB host memory per GPU\n", g->name,
+           g->hw.gpus_per_node, gib(x->o->sim.mem_cap > 0 ? x->o->sim.mem_cap : cpb_gpu_profile_usable(g)),
+           gib(x->o->sim.host_mem_cap > 0 ? x->o->sim.host_mem_cap : cpb_gpu_profile_host_per_gpu(g)));
+    if (x->model) printf("#   framework %s: %s\n", x->fw->name, x->fw->summary);
+    else printf("#   framework: none (--scope layer: one attention layer, forward and backward)\n");
+    char S[32];
+    tokens_label(S, sizeof S, x->o->base.S);
+    const cpb_problem *b = &x->o->base;
+    printf("#   model %s (D %lld, H %d, G %d, d %d)%s%s on %d GPUs, %s", b->model, (long long)b->D, b->H, b->G, b->d,
+           a->model_config ? " from " : "", a->model_config ? a->model_config : "", b->C, x->model ? "whole model" : "layer");
+    if (x->o->max_context) {
+        char s0[32], s1[32], st[32];
+        tokens_label(s0, sizeof s0, pl->seq_start);
+        tokens_label(s1, sizeof s1, pl->seq_stop);
+        tokens_label(st, sizeof st, pl->bisect);
+        printf(", longest context searched from %s to %s to within %s\n", s0, s1, st);
+    } else {
+        printf(", S = %lld (%s) tokens\n", (long long)b->S, S);
+    }
+    printf("#   %d candidates of %d methods (%d knob combinations refused), %d points simulated in %.1f s\n", pl->n,
+           cpb_method_count(), pl->refused, pl->points, seconds);
+    if (pl->refusals[0]) printf("#   not applicable: %s\n", pl->refusals);
+}
+
+static void print_table(const ctx *x, const cpb_plan *pl)
+{
+    const int mc = x->o->max_context;
+    printf("\n%4s  %-8s %-34s %s%9s %15s %9s %13s %9s  %s\n", "rank", "method", "knobs", mc ? "  context " : "",
+           "peak GiB", "headroom GiB", "host GiB", "tokens/s/GPU", "step s", mc ? "bound (limit)" : "bound");
+    for (int k = 0; k < pl->n; k++) {
+        const cpb_plan_cand *c = &pl->c[pl->order[k]];
+        char bound[64], head[32], ctxs[24] = "";
+        bound_text(c, bound, sizeof bound);
+        headroom_text(c, head, sizeof head);
+        if (mc) {
+            char t[24];
+            if (c->max_seq > 0) tokens_label(t, sizeof t, c->max_seq);
+            else snprintf(t, sizeof t, "none");
+            snprintf(ctxs, sizeof ctxs, "%9s ", t);
+            if (c->max_seq > 0 && c->first_oom > 0) {
+                size_t n = strlen(bound);
+                snprintf(bound + n, sizeof bound - n, " (%s)", cpb_plan_bound_name(c->limit));
+            }
+        }
+        const int ok = c->bound == CPB_BOUND_COMPUTE || c->bound == CPB_BOUND_COMM;
+        char t[24] = "-", st[24] = "-";
+        if (ok) {
+            tps_text(c->row.tokens_per_s_per_gpu, t, sizeof t);
+            snprintf(st, sizeof st, "%.3f", c->row.step_s);
+        }
+        printf("%4d  %-8s %-34s %s%9.2f %15s %9.2f %13s %9s  %s%s\n", k + 1, c->m->name, knobs_or_dash(c), ctxs,
+               gib(c->need), head, gib(c->need_host), t, st, bound, c->frontier ? "  *" : "");
+        if (c->bound == CPB_BOUND_ERROR) printf("      error: %s\n", c->row.reason);
+    }
+    printf("(* on the Pareto frontier)\n");
+}
+
+static void print_frontier(const ctx *x, const cpb_plan *pl)
+{
+    const int mc = x->o->max_context;
+    if (mc) printf("\nPareto frontier of context length against tokens/s/GPU (no other candidate fits a longer context "
+                   "and runs faster there):\n");
+    else printf("\nPareto frontier of peak memory against tokens/s/GPU (no other candidate needs less memory and runs "
+                "faster):\n");
+    printf("  %9s %13s  %s\n", mc ? "context" : "peak GiB", "tokens/s/GPU", "candidate");
+    /* by the frontier's own axis: memory ascending, or context descending */
+    int idx[4096], n = 0;
+    for (int i = 0; i < pl->n && n < 4096; i++)
+        if (pl->c[i].frontier) idx[n++] = i;
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0; j--) {
+            const cpb_plan_cand *p = &pl->c[idx[j - 1]], *q = &pl->c[idx[j]];
+            int swap = mc ? q->max_seq > p->max_seq : q->need < p->need;
+            if (!swap) break;
+            int t = idx[j];
+            idx[j] = idx[j - 1];
+            idx[j - 1] = t;
+        }
+    for (int i = 0; i < n; i++) {
+        const cpb_plan_cand *c = &pl->c[idx[i]];
+        char v[24];
+        if (mc) tokens_label(v, sizeof v, c->max_seq);
+        else snprintf(v, sizeof v, "%.2f", gib(c->need));
+        char n1[200];
+        char t[24];
+        printf("  %9s %13s  %s%s\n", v, tps_text(c->row.tokens_per_s_per_gpu, t, sizeof t), named(c, n1, sizeof n1),
+               idx[i] == pl->recommended ? "  <- recommended" : "");
+    }
+}
+
+/* the knobs as options of `cpbench run` */
+static void run_command(const ctx *x, const cpb_plan_cand *c, char *buf, size_t len)
+{
+    size_t n = (size_t)snprintf(buf, len, "cpbench run --backend sim --method %s", c->m->name);
+    for (int i = 0; i < c->p.knobs.n && n < len; i++) {
+        const cpb_knob_value *v = &c->p.knobs.v[i];
+        const cpb_knob *k = cpb_knob_of(c->m, v->name);
+        if (!k || (k->type != CPB_KNOB_CHOICE && v->i == 0)) continue;
+        if (k->setup || !cpb_knob_belongs(k, &cpb_backend_sim, x->model ? "model" : "layer")) continue;
+        char opt[64];
+        cpb_knob_option(k, opt, sizeof opt);
+        if (k->type == CPB_KNOB_CHOICE) n += (size_t)snprintf(buf + n, len - n, " %s %s", opt, v->s);
+        else n += (size_t)snprintf(buf + n, len - n, " %s %lld", opt, (long long)v->i);
+    }
+    if (n < len) {
+        if (x->a->model_config) n += (size_t)snprintf(buf + n, len - n, " --model-config %s", x->a->model_config);
+        else n += (size_t)snprintf(buf + n, len - n, " --model %s", x->o->base.model);
+    }
+    if (n < len)
+        n += (size_t)snprintf(buf + n, len - n, " --gpus %d --seq %lld --gpu %s%s%s", c->p.C, (long long)c->p.S,
+                              x->prof->name, x->model ? " --scope model --framework " : "", x->model ? x->fw->name : "");
+    if (n < len && x->a->gpus_per_node) snprintf(buf + n, len - n, " --gpus-per-node %d", x->a->gpus_per_node);
+}
+
+static void print_recommendation(const ctx *x, const cpb_plan *pl)
+{
+    const char *setup = x->model ? x->fw->name : "one layer";
+    if (pl->recommended < 0) {
+        char S[32];
+        tokens_label(S, sizeof S, x->o->base.S);
+        printf("\nNothing fits (a prediction: %s, %s): none of the %d candidates fits %d x %s", x->prof->name, setup,
+               pl->n, x->o->base.C, x->prof->name);
+        if (x->o->max_context) printf(" at the shortest length searched\n");
+        else printf(" at S = %s\n", S);
+        if (pl->closest >= 0) {
+            const cpb_plan_cand *c = &pl->c[pl->closest];
+            const int dev = c->bound == CPB_BOUND_DEVICE_MEM;
+            int64_t need = dev ? c->need : c->need_host, cap = dev ? c->cap : c->cap_host;
+            char S2[32];
+            tokens_label(S2, sizeof S2, c->p.S);
+            char n1[200];
+            printf("Closest: %s at S = %s needs %.2f GiB of %s memory per GPU, %.2f GiB usable: %.2f GiB (%.1f%%) "
+                   "too much\n", named(c, n1, sizeof n1), S2, gib(need), dev ? "device" : "host", gib(cap),
+                   gib(need - cap), 100.0 * (double)(need - cap) / (double)cap);
+            int64_t need2 = dev ? c->need_host : c->need, cap2 = dev ? c->cap_host : c->cap;
+            if (need2 > cap2)
+                printf("  and %.2f GiB of %s memory per GPU, %.2f GiB usable: %.2f GiB (%.1f%%) too much\n", gib(need2),
+                       dev ? "host" : "device", gib(cap2), gib(need2 - cap2), 100.0 * (double)(need2 - cap2) / (double)cap2);
+            printf("  (more GPUs, a larger GPU profile%s, or a shorter context would be the next things to try)\n",
+                   dev && need2 <= cap2 ? "" : " or more host memory (--host-ram)");
+        }
+        return;
+    }
+    const cpb_plan_cand *r = &pl->c[pl->recommended];
+    int nfit = 0;
+    for (int i = 0; i < pl->n; i++) nfit += pl->c[i].bound == CPB_BOUND_COMPUTE || pl->c[i].bound == CPB_BOUND_COMM;
+    char bound[64], S[32], cmd[1024];
+    bound_text(r, bound, sizeof bound);
+    tokens_label(S, sizeof S, r->p.S);
+    char n1[200], n2[200], t1[24], t2[24];
+    printf("\nRecommendation (a prediction: %s, %s): %s\n", x->prof->name, setup, named(r, n1, sizeof n1));
+    if (x->o->max_context)
+        printf("  why: the longest context of the %d candidates that fit at some length: %s tokens, at %s "
+               "tokens/s/GPU", nfit, S, tps_text(r->row.tokens_per_s_per_gpu, t1, sizeof t1));
+    else
+        printf("  why: the fastest of the %d candidates that fit: %s tokens/s/GPU", nfit,
+               tps_text(r->row.tokens_per_s_per_gpu, t1, sizeof t1));
+    if (pl->runner_up >= 0) {
+        const cpb_plan_cand *u = &pl->c[pl->runner_up];
+        if (x->o->max_context && u->max_seq < r->max_seq) {
+            char S2[32];
+            tokens_label(S2, sizeof S2, u->max_seq);
+            printf("; next: %s (%s)", named(u, n2, sizeof n2), S2);
+        } else {
+            double ahead = 100.0 * (r->row.tokens_per_s_per_gpu / u->row.tokens_per_s_per_gpu - 1.0);
+            printf(", %.2f%% ahead of %s (%s)", ahead, named(u, n2, sizeof n2),
+                   tps_text(u->row.tokens_per_s_per_gpu, t2, sizeof t2));
+        }
+    }
+    printf(";\n       peak %.2f GiB of %.2f GiB usable (%.2f GiB headroom), host %.2f GiB of %.2f GiB; bound by %s of "
+           "the critical path\n", gib(r->need), gib(r->cap), gib(r->cap - r->need), gib(r->need_host), gib(r->cap_host),
+           bound);
+    if (!x->o->max_context && pl->roomy >= 0 && pl->roomy != pl->recommended) {
+        const cpb_plan_cand *m = &pl->c[pl->roomy];
+        printf("  note: it leaves less than %.0f%% of the memory free, which the caching allocator's fragmentation "
+               "can take;\n        the fastest with more room is %s (%s tokens/s/GPU, %.2f GiB headroom)\n",
+               100 * CPB_PLAN_ROOMY, named(m, n2, sizeof n2), tps_text(m->row.tokens_per_s_per_gpu, t2, sizeof t2),
+               gib(m->cap - m->need));
+    }
+    if (pl->exact_check > 0)
+        printf("  checked: simulated again rank by rank (--sim-ranks exact), the same peak and step time\n");
+    else if (pl->exact_check < 0)
+        printf("  CHECK FAILED: simulated again rank by rank, it differs (%s)\n", pl->exact_why);
+    run_command(x, r, cmd, sizeof cmd);
+    printf("  details: %s\n", cmd);
+}
+
+/* ---------------------------------------------------------------- --out */
+
+static int write_rows(const cpb_cli *c, const cpb_plan *pl, const char *gpu, int C)
+{
+    const char *path = c->a.out;
+    char err[1024];
+    cpb_row *prev = NULL;
+    int64_t nprev = 0;
+    if (access(path, F_OK) == 0 && cpb_results_read(path, &prev, &nprev, err, sizeof err) != CPB_OK) {
+        fprintf(stderr, "cpbench plan: %s\n", err);
+        return 2;
+    }
+    cpb_provenance prov;
+    cpb_provenance_collect(&prov, c->argc, c->argv, &cpb_backend_sim, gpu, C);
+    cpb_results *f = NULL;
+    if (cpb_results_open(path, &prov, c->a.force, &f, err, sizeof err) != CPB_OK) {
+        fprintf(stderr, "cpbench plan: %s\n", err);
+        free(prev);
+        return 2;
+    }
+    int written = 0, there = 0, rc = 0;
+    for (int i = 0; i < pl->n && !rc; i++) {
+        cpb_row row = pl->c[i].row;
+        int seen = 0;
+        for (int64_t j = 0; j < nprev && !seen; j++)
+            seen = cpb_row_same_point(&prev[j], &row) && strcmp(prev[j].status, "error") != 0;
+        if (seen) {
+            there++;
+            continue;
+        }
+        if (cpb_results_append(f, &row, err, sizeof err) != CPB_OK) {
+            fprintf(stderr, "cpbench plan: %s\n", err);
+            rc = 1;
+        } else {
+            written++;
+        }
+    }
+    cpb_results_close(f);
+    free(prev);
+    printf("\n# results: %s: %d candidate rows written, %d already there (backend sim: predictions)\n", path, written,
+           there);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- the command */
+
+int cpb_cmd_plan(const cpb_cli *c)
+{
+    const cpb_args *a = &c->a;
+    char err[1024];
+    if (a->backend_given && strcmp(a->backend, "sim") != 0) {
+        fprintf(stderr, "cpbench plan: searches on the simulator; --backend %s is not for plan (run its "
+                "recommendation with `cpbench run --backend %s`)\n", a->backend, a->backend);
+        return 2;
+    }
+    if (a->method[0]) {
+        fprintf(stderr, "cpbench plan: searches every method; give their knobs to fix them, not --method\n");
+        return 2;
+    }
+    if (!a->gpus) {
+        fprintf(stderr, "cpbench plan: --gpus C is required (the number of GPUs to plan for)\n");
+        return 2;
+    }
+    if (!!a->seq == !!a->max_context) {
+        fprintf(stderr, "cpbench plan: give --seq S (plan at that context length) or --max-context (the longest "
+                "context each candidate fits), one of them\n");
+        return 2;
+    }
+    if (!a->max_context && (a->seq_start || a->seq_stop || a->bisect)) {
+        fprintf(stderr, "cpbench plan: --seq-start, --seq-stop and --bisect go with --max-context\n");
+        return 2;
+    }
+    /* a results file that would be refused is refused before the search */
+    int orc = cpb_cli_check_out(a, "plan");
+    if (orc) return orc;
+    const char *scope = a->scope_given ? a->scope : "model";
+    const int model = strcmp(scope, "model") == 0;
+    static cpb_plan_opts o;
+    memset(&o, 0, sizeof o);
+    cpb_args_sim_opts(a, &o.sim);
+    if (!a->sim_ranks[0]) o.sim.ranks = CPB_SIM_RANKS_SYMMETRIC; /* the tests prove it equal to exact */
+    o.scope = scope;
+    o.given = a->knobs;
+    o.max_context = a->max_context;
+    o.seq_start = a->seq_start;
+    o.seq_stop = a->seq_stop;
+    o.bisect = a->bisect;
+    /* the shape: the problem of no method at this length (the knobs come per candidate) */
+    cpb_args pa = *a;
+    if (!pa.seq) pa.seq = 2 * (int64_t)a->gpus;
+    if (cpb_args_problem(&pa, NULL, a->gpus, &o.base, err, sizeof err) != CPB_OK) {
+        fprintf(stderr, "cpbench plan: %s\n", err);
+        return 2;
+    }
+    o.base.S = a->seq;
+    /* the profile with --host-ram (a knob of every simulated point) applied */
+    cpb_gpu_profile prof;
+    cpb_problem setup = o.base;
+    setup.S = pa.seq;
+    if (cpb_knobs_apply(NULL, &a->knobs, &setup, err, sizeof err) != CPB_OK ||
+        cpb_sim_profile(&o.sim, &setup, &prof, err, sizeof err) != CPB_OK) {
+        fprintf(stderr, "cpbench plan: %s\n", err);
+        return 2;
+    }
+    const cpb_knob_value *fv = cpb_knobs_find(&a->knobs, "framework");
+    const cpb_framework *fw = cpb_framework_find(fv ? fv->s : NULL);
+    if (model && !cpb_model_spec_find(o.base.model)) {
+        fprintf(stderr, "cpbench plan: --scope model needs a model with its layers, MLP and vocabulary: a preset or "
+                "--model-config FILE ('%s' has none); or plan one layer with --scope layer\n", o.base.model);
+        return 2;
+    }
+    progress pr = {now_s(), 0, isatty(2), 0};
+    o.progress = on_progress;
+    o.progress_ctx = &pr;
+    fprintf(stderr, "# plan: searching every method and knob on the simulator (%s, %d GPUs)...\n", prof.name, a->gpus);
+    static cpb_plan pl;
+    int rc = cpb_plan_search(&o, &pl, err, sizeof err);
+    if (rc != CPB_OK) {
+        fprintf(stderr, "cpbench plan: %s\n", err);
+        return rc == CPB_ERR_INVALID ? 2 : 1;
+    }
+    double seconds = now_s() - pr.t0;
+    ctx x = {a, &o, &prof, fw, model};
+    print_header(&x, &pl, seconds);
+    print_table(&x, &pl);
+    if (pl.recommended >= 0) print_frontier(&x, &pl);
+    print_recommendation(&x, &pl);
+    int code = pl.recommended >= 0 ? 0 : EXIT_NOTHING_FITS;
+    if (pl.exact_check < 0) {
+        fprintf(stderr, "cpbench plan: the recommendation's rank-by-rank simulation differs from the search's (a bug "
+                "of the symmetric mode): %s\n", pl.exact_why);
+        code = 1;
+    }
+    if (pl.errors) {
+        fprintf(stderr, "cpbench plan: %d candidate%s failed to simulate (a bug; their reasons are in the table)\n",
+                pl.errors, pl.errors == 1 ? "" : "s");
+        code = 1;
+    }
+    if (a->out) {
+        int wrc = write_rows(c, &pl, prof.name, a->gpus);
+        if (wrc) code = wrc == 2 ? 2 : 1;
+    }
+    fflush(stdout);
+    cpb_plan_free(&pl);
+    return code;
+}
