@@ -30,16 +30,23 @@ static const struct {
     {"libcudnn.so", "cuDNN"},       {"libcudart.so", "the CUDA runtime"},
 };
 
-/* Libraries the plugin does not link but opens itself.  cuDNN: cudnn-frontend's dynamic
- * loading (NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING) dlopen()s "libcudnn.so.<major>" by its
- * soname, and a copy pre-loaded here by full path with RTLD_GLOBAL is what that call
- * returns, wherever it was found.  preload stays 0 until the plugin has cuDNN attention:
- * until then cuDNN is only located and reported. */
+/* Libraries the plugin does not link but opens itself, pre-loaded here by full path with
+ * RTLD_GLOBAL so that the plugin's dlopen by soname returns the copy found here, wherever
+ * it is (the toolkit, a pip wheel, CPB_CUDA_LIB_PATH).  cuDNN: cudnn-frontend's dynamic
+ * loading (NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING, backends/cuda/attn_cudnn.cpp) opens
+ * "libcudnn.so.9", which opens its engine libraries by soname in turn; the frontend also
+ * calls a few CUDA runtime functions through "libcudart.so.13" (CUDA graphs, memset of
+ * workspace).  Optional: what is missing only takes cuDNN attention away (reported). */
 static const struct {
     const char *name, *soname;
-    int preload;
+    int report; /* named on `cpbench list` */
 } opened_by_plugin[] = {
-    {"cuDNN", "libcudnn.so.9", 0},
+    {"cuDNN graph", "libcudnn_graph.so.9", 0},
+    {"cuDNN engines", "libcudnn_engines_precompiled.so.9", 0},
+    {"cuDNN runtime-compiled engines", "libcudnn_engines_runtime_compiled.so.9", 0},
+    {"cuDNN heuristics", "libcudnn_heuristic.so.9", 0},
+    {"cuDNN", "libcudnn.so.9", 1},
+    {"the shared CUDA runtime", "libcudart.so.13", 0},
 };
 
 static struct {
@@ -116,13 +123,12 @@ static void describe_libs(void)
     for (size_t i = 0; i < sizeof opened_by_plugin / sizeof opened_by_plugin[0] && o < sizeof st.libs; i++) {
         char p[CPB_LIB_PATH_LEN];
         const char *at = cpb_lib_locate(opened_by_plugin[i].soname, &places, p, sizeof p);
-        void *h = NULL;
-        if (at && opened_by_plugin[i].preload) h = dlopen(at, RTLD_NOW | RTLD_GLOBAL);
+        void *h = at ? dlopen(at, RTLD_NOW | RTLD_GLOBAL) : NULL;
+        if (!opened_by_plugin[i].report) continue;
         o += (size_t)snprintf(st.libs + o, sizeof st.libs - o, "%s%s %s %s", o ? "; " : "", opened_by_plugin[i].name,
-                              h ? "from" : at ? "found at" : "not found",
-                              at ? at : "(nothing uses it yet)");
+                              h ? "from" : at ? "found at" : "not found", at ? at : "(cuDNN attention unavailable)");
         if (at && !h && o < sizeof st.libs)
-            o += (size_t)snprintf(st.libs + o, sizeof st.libs - o, " (not loaded: nothing uses it yet)");
+            o += (size_t)snprintf(st.libs + o, sizeof st.libs - o, " (not loaded: %s)", dlerror());
     }
 }
 

@@ -40,6 +40,9 @@ extern "C" {
     S(status, 12, "ok, oom, skipped or error")                                              \
     S(reason, 1024, "why the trial was skipped or failed (empty when ok)")                   \
     S(dtype, 8, "storage dtype (bf16, fp32)")                                                \
+    S(attn_impl, 8, "attention implementation the calls ran: cudnn, own or mixed (empty: no attention call)") \
+    S(attn_calls, 192, "attention calls per class (fwd/bwd) and implementation, with why our kernels served a class") \
+    F(attn_plan_s, "seconds building cuDNN plans in the warm-up, outside the timed steps (cuda; else 0)") \
     I(world_size, "C, ranks / GPUs")                                                         \
     L(seq_len, "S, global tokens")                                                           \
     L(hidden, "D")                                                                           \
