@@ -36,7 +36,9 @@ static const struct {
  * loading (NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING, backends/cuda/attn_cudnn.cpp) opens
  * "libcudnn.so.9", which opens its engine libraries by soname in turn; the frontend also
  * calls a few CUDA runtime functions through "libcudart.so.13" (CUDA graphs, memset of
- * workspace).  Optional: what is missing only takes cuDNN attention away (reported). */
+ * workspace).  Optional: what is missing only takes cuDNN attention away (reported).  Only
+ * a plugin with cuDNN attention compiled in (CPB_CUDA_PLUGIN_CUDNN_SYMBOL) gets them: the
+ * engine libraries are large, and a plugin without it never opens them. */
 static const struct {
     const char *name, *soname;
     int report; /* named on `cpbench list` */
@@ -110,7 +112,7 @@ static int find_plugin(void)
 }
 
 /* "cuBLAS from /path, ..." for the libraries users know; cuDNN located or pre-loaded */
-static void describe_libs(void)
+static void describe_libs(int with_cudnn)
 {
     size_t o = 0;
     st.libs[0] = '\0';
@@ -123,12 +125,14 @@ static void describe_libs(void)
     for (size_t i = 0; i < sizeof opened_by_plugin / sizeof opened_by_plugin[0] && o < sizeof st.libs; i++) {
         char p[CPB_LIB_PATH_LEN];
         const char *at = cpb_lib_locate(opened_by_plugin[i].soname, &places, p, sizeof p);
-        void *h = at ? dlopen(at, RTLD_NOW | RTLD_GLOBAL) : NULL;
+        void *h = at && with_cudnn ? dlopen(at, RTLD_NOW | RTLD_GLOBAL) : NULL;
         if (!opened_by_plugin[i].report) continue;
         o += (size_t)snprintf(st.libs + o, sizeof st.libs - o, "%s%s %s %s", o ? "; " : "", opened_by_plugin[i].name,
-                              h ? "from" : at ? "found at" : "not found", at ? at : "(cuDNN attention unavailable)");
+                              h ? "from" : at ? "found at" : "not found",
+                              at ? at : with_cudnn ? "(cuDNN attention unavailable)" : "(not used: no cuDNN attention in the plugin)");
         if (at && !h && o < sizeof st.libs)
-            o += (size_t)snprintf(st.libs + o, sizeof st.libs - o, " (not loaded: %s)", dlerror());
+            o += (size_t)snprintf(st.libs + o, sizeof st.libs - o, " (not loaded: %s)",
+                                  with_cudnn ? dlerror() : "the plugin has no cuDNN attention");
     }
 }
 
@@ -189,7 +193,8 @@ static void load(void)
                  st.path, abi ? *abi : -1, CPB_CUDA_PLUGIN_ABI);
         return;
     }
-    describe_libs();
+    const int *dnn = (const int *)dlsym(st.handle, CPB_CUDA_PLUGIN_CUDNN_SYMBOL);
+    describe_libs(dnn && *dnn);
     st.plugin = be;
     st.be = *be;
     if (be->probe) st.be.probe = probe_with_hint;
