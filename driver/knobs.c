@@ -256,7 +256,7 @@ int cpb_knobs_apply(const cpb_method *m, const cpb_knobs *given, cpb_problem *p,
         char why[512] = "";
         if (k && k->check && k->check(p, why, sizeof why) != CPB_OK) {
             snprintf(err, err_len, "%s", why[0] ? why : k->name);
-            return CPB_ERR_INVALID;
+            return CPB_ERR_REFUSED; /* the method refuses this option at this shape */
         }
     }
     return CPB_OK;

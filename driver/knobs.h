@@ -52,7 +52,7 @@ const char *cpb_knob_points_name(const cpb_knob *k);
 
 /* The knobs of the point (m, p): p->knobs becomes m's knobs (and those every point has),
  * each with its value in `given` or its default; then each knob's check.  p's shape, S and
- * C must be set.  CPB_ERR_INVALID with the check's message. */
+ * C must be set.  CPB_ERR_REFUSED with the check's message when a check says no. */
 int cpb_knobs_apply(const cpb_method *m, const cpb_knobs *given, cpb_problem *p, char *err, size_t err_len);
 
 #ifdef __cplusplus

@@ -6,6 +6,7 @@
 #include "model_scope.h"
 #include "registry.h"
 #include "sweep.h"
+#include "trial.h"
 
 static double gib(int64_t b)
 {
@@ -107,10 +108,9 @@ int cpb_model_max_context(const cpb_problem *p, const cpb_method *m, const cpb_s
     for (int64_t S; (S = cpb_sweep_next(&st)) > 0;) {
         cpb_problem q = *p;
         q.S = S;
-        char why[512];
         cpb_point_status ps;
-        if (m->check && m->check(&q, why, sizeof why) != CPB_OK) {
-            ps = CPB_POINT_SKIPPED;
+        if (cpb_method_refusal(m, &q, NULL, 0) != CPB_OK) {
+            ps = CPB_POINT_REFUSED;
         } else {
             cpb_model_estimate *e = NULL;
             int rc = cpb_model_estimate_new(&q, m, o, &e, err, err_len);

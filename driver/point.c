@@ -62,6 +62,7 @@ void cpb_runner_point_row(const cpb_runner *r, const cpb_method *m, const cpb_pr
                           cpb_row *row)
 {
     cpb_row_point(row, m, p, r->o.be, r->gpu, scope);
+    CPB_ROW_SET(row, options, r->o.options);
     if (!r->o.be->models_time) {
         row->seed = (int64_t)r->o.seed;
         row->warmup = r->o.warmup;
@@ -94,11 +95,10 @@ int cpb_run_point(cpb_runner *r, const cpb_method *m, const cpb_problem *p, cons
     if (estimate) *estimate = NULL;
     const int model = scope && strcmp(scope, "model") == 0;
     cpb_runner_point_row(r, m, p, scope, row);
-    char why[1024] = "";
-    if (m->check && m->check(p, why, sizeof why) != CPB_OK) { /* refused shape: nothing to run */
-        char msg[1100];
-        snprintf(msg, sizeof msg, "%s refuses this shape: %s", m->name, why[0] ? why : "(no reason given)");
-        cpb_row_set_status(row, CPB_ERR_INVALID, msg);
+    char why[1100];
+    if (cpb_method_refusal(m, p, why, sizeof why) != CPB_OK) { /* refused shape: nothing to run */
+        cpb_row_set_status(row, CPB_ERR_REFUSED, why);
+        cpb_provenance_utc_now(row->timestamp, sizeof row->timestamp);
         return CPB_OK;
     }
     int rc = CPB_OK;
@@ -121,6 +121,9 @@ int cpb_run_point(cpb_runner *r, const cpb_method *m, const cpb_problem *p, cons
     } else {
         rc = cpb_run_measured(r->ctx, p, m, r->o.warmup, r->o.iters, r->o.seed, r->gpu, row);
     }
+    /* the runners name the point by its columns; the options that change its result are
+     * the runner's (the same for every point) */
+    CPB_ROW_SET(row, options, r->o.options);
     /* the time the trial finished */
     cpb_provenance_utc_now(row->timestamp, sizeof row->timestamp);
     return rc;

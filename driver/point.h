@@ -16,6 +16,12 @@
 extern "C" {
 #endif
 
+/* The largest world a point may have (--gpus, or the ranks of mpirun): generous for the
+ * planner (thousands of GPUs), small enough that no count of ranks overflows an int product
+ * (2C, C x heads) and that per-rank tables stay small.  The simulator's own cost grows
+ * with C as well: sim_layer.c stops a world that would not fit this machine's memory. */
+#define CPB_MAX_GPUS 65536
+
 typedef struct cpb_runner_opts {
     const cpb_backend *be;
     int gpus;            /* world size on a backend that models time (0: 8); on an MPI backend
@@ -24,6 +30,7 @@ typedef struct cpb_runner_opts {
     cpb_ctx_opts ctx;    /* the others: capacities, --comm, race check (use_mpi is set here) */
     int warmup, iters;   /* measured steps */
     uint64_t seed;
+    char options[CPB_ROW_OPTIONS_LEN]; /* the point's `options` column (row.h) */
     /* --isolate: each point in a child `cpbench run` (sweep_isolate.h) */
     int isolate;
     const char *exe;     /* this program */
@@ -51,7 +58,8 @@ void cpb_runner_point_row(const cpb_runner *r, const cpb_method *m, const cpb_pr
 
 /* Run method m on p at `scope` ("layer", or "model" on a backend that models time) and
  * fill *row, the same on every rank.  A shape the method refuses is a row with status
- * skipped; an OOM is a row with status oom.  With estimate != NULL a model-scope run also
+ * refused (code CPB_ERR_REFUSED); an OOM is a row with status oom; anything else that goes
+ * wrong is a row with status error.  With estimate != NULL a model-scope run also
  * hands back its estimate (for printing; cpb_model_estimate_free it).  Returns CPB_OK when
  * a row was made, or an error for bad input with row->reason set. */
 int cpb_run_point(cpb_runner *r, const cpb_method *m, const cpb_problem *p, const char *scope, cpb_row *row,

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "watchdog.h"
+
 static int mpi_on;
 
 void cpb_ranks_begin(int mpi_started)
@@ -48,6 +50,7 @@ void cpb_ranks_mpi_version(char *out, size_t len)
 int cpb_agree_status(int rc, char *msg, size_t len)
 {
     if (!mpi_on) return rc;
+    cpb_watchdog_beat("agreeing with the other ranks on an outcome");
     int world = cpb_ranks_size(), me = cpb_ranks_rank();
     int worst = rc, first = rc != 0 ? me : world, first_all = world;
     MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
@@ -60,22 +63,41 @@ int cpb_agree_status(int rc, char *msg, size_t len)
     if (first_all != 0) snprintf(msg, len, "rank %d: %s", first_all, buf);
     else snprintf(msg, len, "%s", buf);
     free(buf);
+    cpb_watchdog_beat(NULL);
     return worst;
 }
 
 int cpb_agree_bcast_int(int v)
 {
-    if (mpi_on) MPI_Bcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (!mpi_on) return v;
+    cpb_watchdog_beat("waiting for rank 0's word");
+    MPI_Bcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    cpb_watchdog_beat(NULL);
     return v;
 }
 
 void cpb_agree_bcast(void *buf, size_t bytes, int root)
 {
-    if (mpi_on) MPI_Bcast(buf, (int)bytes, MPI_BYTE, root, MPI_COMM_WORLD);
+    if (!mpi_on) return;
+    cpb_watchdog_beat("receiving a rank's data");
+    MPI_Bcast(buf, (int)bytes, MPI_BYTE, root, MPI_COMM_WORLD);
+    cpb_watchdog_beat(NULL);
+}
+
+void cpb_agree_allgather(const void *mine, void *all, size_t bytes)
+{
+    if (!mpi_on) {
+        memcpy(all, mine, bytes);
+        return;
+    }
+    cpb_watchdog_beat("gathering every rank's start-up");
+    MPI_Allgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
+    cpb_watchdog_beat(NULL);
 }
 
 void cpb_agree_max_double(double *v, int n)
 {
+    cpb_watchdog_beat("reducing over the ranks");
     if (mpi_on) MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
 }
 
@@ -92,6 +114,7 @@ void cpb_agree_sum_int(int *v, int n)
 double cpb_agree_maxloc(double v, int *rank)
 {
     struct { double v; int r; } in = {v, cpb_ranks_rank()}, out = in;
+    cpb_watchdog_beat("reducing over the ranks");
     if (mpi_on) MPI_Allreduce(&in, &out, 1, MPI_DOUBLE_INT, MPI_MAXLOC, MPI_COMM_WORLD);
     if (rank) *rank = out.r;
     return out.v;
@@ -99,5 +122,8 @@ double cpb_agree_maxloc(double v, int *rank)
 
 void cpb_agree_barrier(void)
 {
-    if (mpi_on) MPI_Barrier(MPI_COMM_WORLD);
+    if (!mpi_on) return;
+    cpb_watchdog_beat("waiting for every rank at a barrier");
+    MPI_Barrier(MPI_COMM_WORLD);
+    cpb_watchdog_beat(NULL);
 }

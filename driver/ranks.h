@@ -5,7 +5,7 @@
  * runs one MPI rank per process, and says so with cpb_ranks_begin(1); nothing else in the
  * program initialises or finalises MPI.  Every helper below is collective over
  * MPI_COMM_WORLD when MPI was started, and the identity on a world of one when it was not
- * (sim runs, `cpbench list`). */
+ * (sim runs, `cpbench list`).  Each helper is progress for the watchdog (watchdog.h). */
 #ifndef CPB_RANKS_H
 #define CPB_RANKS_H
 
@@ -32,6 +32,8 @@ int cpb_agree_status(int rc, char *msg, size_t len);
 int cpb_agree_bcast_int(int v);
 /* bytes from rank `root` to every rank */
 void cpb_agree_bcast(void *buf, size_t bytes, int root);
+/* every rank's `bytes` of mine, in rank order, into all (size * bytes) */
+void cpb_agree_allgather(const void *mine, void *all, size_t bytes);
 /* element-wise maximum / sum over the ranks, in place */
 void cpb_agree_max_double(double *v, int n);
 void cpb_agree_max_i64(int64_t *v, int n);

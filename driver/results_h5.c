@@ -1,21 +1,37 @@
 /* results_h5.c — the HDF5 results table (see results_h5.h for the format's rules). */
 #include "results_h5.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <hdf5.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "knobs.h"
+#include "results_h5_check.h"
 
 #define RUNS "/runs"
 #define SESSIONS "/sessions"
 #define ATTR_SCHEMA "cpbench_schema"
 #define ATTR_VERSION "cpbench_schema_version"
-/* rows per chunk: a row is about 1.7 KB on disk, so a chunk is ~55 KB */
+#define ATTR_TAGS "at_peak_tags"
+/* rows per chunk: a row is about 2 KB on disk, so a chunk is ~64 KB */
 #define RUNS_CHUNK 32
+/* what an append may add to the file besides a new chunk of rows: B-tree nodes, heap and
+ * object-header growth (generous: HDF5 does not say in advance) */
+#define APPEND_METADATA_BYTES ((int64_t)256 << 10)
+/* a file held by another writer (HDF5's file lock) is waited for this long */
+#define LOCK_WAIT_S 10
+/* the most rows read at once (a row is ~3.5 KB in memory) */
+#define MAX_READ_ROWS ((int64_t)1 << 20)
+/* the longest string attribute read */
+#define MAX_ATTR_BYTES ((size_t)1 << 20)
 
 struct cpb_results {
     hid_t file, runs, sessions;
@@ -52,23 +68,30 @@ static herr_t walk_cb(unsigned n, const H5E_error2_t *e, void *data)
     return 0;
 }
 
-static int fail(char *err, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t len, const char *fmt, ...)
+/* the innermost HDF5 error of the stack, which is then cleared */
+static void h5_detail(char *out)
 {
-    char detail[256] = "";
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, walk_cb, detail);
+    out[0] = 0;
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, walk_cb, out);
     H5Eclear2(H5E_DEFAULT);
+}
+
+static int fail_code(int code, char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int fail_code(int code, char *err, size_t len, const char *fmt, ...)
+{
+    char detail[256];
+    h5_detail(detail);
     if (err && len) {
         va_list ap;
         va_start(ap, fmt);
         int n = vsnprintf(err, len, fmt, ap);
         va_end(ap);
-        if (detail[0] && n >= 0 && (size_t)n < len)
-            snprintf(err + n, len - (size_t)n, " (HDF5: %s)", detail);
+        if (detail[0] && n >= 0 && (size_t)n < len) snprintf(err + n, len - (size_t)n, " (HDF5: %s)", detail);
     }
-    return CPB_ERR_IO;
+    return code;
 }
+#define fail(err, len, ...) fail_code(CPB_ERR_IO, err, len, __VA_ARGS__)
+#define refuse(err, len, ...) fail_code(CPB_ERR_INVALID, err, len, __VA_ARGS__)
 
 /* Silence HDF5's automatic error printing for the duration of a call: we report errors
  * ourselves, with what to do. */
@@ -135,11 +158,6 @@ static hid_t runs_type(int on_disk)
     return t;
 }
 
-static hid_t runs_mem_type(void)
-{
-    return runs_type(0);
-}
-
 static hid_t sessions_mem_type(void)
 {
     hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(cpb_provenance));
@@ -151,15 +169,29 @@ static hid_t sessions_mem_type(void)
     return t;
 }
 
-/* the on-disk layout: the memory type without padding */
-static hid_t packed(hid_t mem)
+/* the on-disk layout of a table: /runs packed with int32 integer knobs, /sessions its
+ * memory type without padding */
+static hid_t file_type(int runs)
 {
-    hid_t t = H5Tcopy(mem);
+    if (runs) return runs_type(1);
+    hid_t mem = sessions_mem_type(), t = H5Tcopy(mem);
+    H5Tclose(mem);
     H5Tpack(t);
     return t;
 }
 
+hid_t cpb_results_file_type(int runs) { return file_type(runs); }
+
 /* ---------------------------------------------------------------- attributes */
+
+static void tags_string(char *out, size_t len)
+{
+    out[0] = 0;
+    for (int t = 0; t < CPB_TAG_COUNT; t++) {
+        size_t n = strlen(out);
+        snprintf(out + n, len - n, "%s%s", t ? "," : "", cpb_tag_name((cpb_tag)t));
+    }
+}
 
 static int write_str_attr(hid_t obj, const char *name, const char *value)
 {
@@ -183,49 +215,78 @@ static int write_int_attr(hid_t obj, const char *name, int value)
     return rc < 0 ? -1 : 0;
 }
 
-/* Read a string attribute into out; -1 when absent or not a string. */
-static int read_str_attr(hid_t obj, const char *name, char *out, size_t len)
+/* an open attribute holding exactly one value (scalar, or one element); -1 otherwise */
+static hid_t open_single_attr(hid_t obj, const char *name)
 {
     if (H5Aexists(obj, name) <= 0) return -1;
     hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
     if (a < 0) return -1;
+    hid_t sp = H5Aget_space(a);
+    hssize_t n = sp < 0 ? -1 : H5Sget_simple_extent_npoints(sp);
+    if (sp >= 0) H5Sclose(sp);
+    if (n != 1) {
+        H5Aclose(a);
+        return -1;
+    }
+    return a;
+}
+
+/* Read a string attribute (fixed-length or variable-length, one value) into out; -1 when
+ * absent, not a single string or longer than MAX_ATTR_BYTES. */
+static int read_str_attr(hid_t obj, const char *name, char *out, size_t len)
+{
+    hid_t a = open_single_attr(obj, name);
+    if (a < 0) return -1;
     hid_t ft = H5Aget_type(a);
     int rc = -1;
-    if (H5Tget_class(ft) == H5T_STRING && !H5Tis_variable_str(ft)) {
-        size_t n = H5Tget_size(ft);
-        char *buf = calloc(1, n + 1);
-        hid_t mt = str_type(n + 1);
-        if (buf && H5Aread(a, mt, buf) >= 0) {
-            snprintf(out, len, "%s", buf);
-            rc = 0;
+    if (ft >= 0 && H5Tget_class(ft) == H5T_STRING) {
+        if (H5Tis_variable_str(ft) > 0) {
+            hid_t mt = H5Tcopy(H5T_C_S1);
+            H5Tset_size(mt, H5T_VARIABLE);
+            char *v = NULL;
+            if (H5Aread(a, mt, &v) >= 0 && v) {
+                snprintf(out, len, "%s", v);
+                rc = 0;
+            }
+            if (v) H5free_memory(v);
+            H5Tclose(mt);
+        } else {
+            size_t n = H5Tget_size(ft);
+            char *buf = n > 0 && n <= MAX_ATTR_BYTES ? calloc(1, n + 1) : NULL;
+            if (buf) {
+                hid_t mt = str_type(n + 1);
+                if (H5Aread(a, mt, buf) >= 0) {
+                    buf[n] = 0;
+                    snprintf(out, len, "%s", buf);
+                    rc = 0;
+                }
+                H5Tclose(mt);
+                free(buf);
+            }
         }
-        H5Tclose(mt);
-        free(buf);
     }
-    H5Tclose(ft);
+    if (ft >= 0) H5Tclose(ft);
     H5Aclose(a);
     return rc;
 }
 
 static int read_int_attr(hid_t obj, const char *name, int *out)
 {
-    if (H5Aexists(obj, name) <= 0) return -1;
-    hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
+    hid_t a = open_single_attr(obj, name);
     if (a < 0) return -1;
     hid_t ft = H5Aget_type(a);
-    int rc = (H5Tget_class(ft) == H5T_INTEGER && H5Aread(a, H5T_NATIVE_INT, out) >= 0) ? 0 : -1;
-    H5Tclose(ft);
+    long long v = 0;
+    int rc = (ft >= 0 && H5Tget_class(ft) == H5T_INTEGER && H5Aread(a, H5T_NATIVE_LLONG, &v) >= 0) ? 0 : -1;
+    if (ft >= 0) H5Tclose(ft);
     H5Aclose(a);
+    if (rc == 0) *out = v < -1000000 ? -1000000 : v > 1000000 ? 1000000 : (int)v;
     return rc;
 }
 
 static int write_file_attrs(hid_t file, hid_t runs, const cpb_provenance *p)
 {
-    char tags[512] = "";
-    for (int t = 0; t < CPB_TAG_COUNT; t++) {
-        size_t n = strlen(tags);
-        snprintf(tags + n, sizeof tags - n, "%s%s", t ? "," : "", cpb_tag_name((cpb_tag)t));
-    }
+    char tags[512];
+    tags_string(tags, sizeof tags);
     int rc = 0;
     rc |= write_str_attr(file, ATTR_SCHEMA, CPB_RESULTS_SCHEMA);
     rc |= write_int_attr(file, ATTR_VERSION, CPB_RESULTS_SCHEMA_VERSION);
@@ -242,25 +303,259 @@ static int write_file_attrs(hid_t file, hid_t runs, const cpb_provenance *p)
     rc |= write_str_attr(file, "cuda_version", p->cuda_version);
     rc |= write_str_attr(file, "nccl_version", p->nccl_version);
     rc |= write_str_attr(file, "cudnn_version", p->cudnn_version);
-    rc |= write_str_attr(runs, "at_peak_tags", tags);
+    rc |= write_str_attr(runs, ATTR_TAGS, tags);
     return rc;
 }
 
-/* ---------------------------------------------------------------- open / create */
+/* ---------------------------------------------------------------- checks of an open file */
 
-/* the on-disk layout of a table of memory type mem */
-static hid_t file_type(hid_t mem, int runs)
+/* the dataset `name` of f when it is one (not a group, not a dangling link); -1 otherwise */
+static hid_t open_table(hid_t f, const char *name)
 {
-    return runs ? runs_type(1) : packed(mem);
+    if (H5Lexists(f, name, H5P_DEFAULT) <= 0) return -1;
+    H5O_info_t info;
+    if (H5Oget_info_by_name(f, name, &info, H5P_DEFAULT) < 0 || info.type != H5O_TYPE_DATASET) return -1;
+    return H5Dopen2(f, name, H5P_DEFAULT);
 }
 
-static hid_t create_table(hid_t file, const char *name, hid_t mem, int runs, hsize_t chunk)
+/* rows of a 1-D table; -1 when d is not one */
+static int64_t table_rows(hid_t d)
+{
+    hid_t sp = H5Dget_space(d);
+    if (sp < 0) return -1;
+    hsize_t n = 0;
+    int64_t rows = H5Sget_simple_extent_ndims(sp) == 1 && H5Sget_simple_extent_dims(sp, &n, NULL) == 1 ? (int64_t)n : -1;
+    H5Sclose(sp);
+    return rows;
+}
+
+/* 0 when the dataset exists, is a table and its stored type is exactly our layout */
+static int table_matches(hid_t file, const char *name, int runs)
+{
+    hid_t d = open_table(file, name);
+    if (d < 0) return -1;
+    hid_t ft = H5Dget_type(d), want = file_type(runs);
+    int ok = ft >= 0 && table_rows(d) >= 0 && H5Tequal(ft, want) > 0;
+    H5Tclose(want);
+    if (ft >= 0) H5Tclose(ft);
+    H5Dclose(d);
+    return ok ? 0 : -1;
+}
+
+int cpb_results_check_hid(hid_t f, const char *path, int for_append, char *err, size_t len)
+{
+    quiet_t q = quiet_begin();
+    char schema[64] = "", tags[1024] = "", want_tags[512];
+    int version = -1, rc = CPB_OK;
+    hid_t runs = open_table(f, RUNS);
+    if (read_str_attr(f, ATTR_SCHEMA, schema, sizeof schema) != 0 || strcmp(schema, CPB_RESULTS_SCHEMA) != 0 ||
+        runs < 0) {
+        rc = refuse(err, len, "%s is an HDF5 file but not a cpbench results file (no '%s' attribute equal to '%s', or no "
+                    "%s table)", path, ATTR_SCHEMA, CPB_RESULTS_SCHEMA, RUNS);
+    } else if (read_int_attr(f, ATTR_VERSION, &version) != 0) {
+        rc = refuse(err, len, "%s says it is a cpbench results file but has no integer '%s' attribute", path,
+                    ATTR_VERSION);
+    } else if (for_append && version != CPB_RESULTS_SCHEMA_VERSION) {
+        rc = refuse(err, len, "%s is a cpbench results file of schema version %d, this cpbench writes version %d (cpbench "
+                    "and paper/make_figures.py read files of every version together)", path, version,
+                    CPB_RESULTS_SCHEMA_VERSION);
+    } else if (for_append && (table_matches(f, RUNS, 1) != 0 || table_matches(f, SESSIONS, 0) != 0)) {
+        rc = refuse(err, len, "%s says it is cpbench schema %d but its %s or %s table has another layout", path,
+                    version, RUNS, SESSIONS);
+    } else if (for_append) {
+        tags_string(want_tags, sizeof want_tags);
+        if (read_str_attr(runs, ATTR_TAGS, tags, sizeof tags) != 0 || strcmp(tags, want_tags) != 0)
+            rc = refuse(err, len, "%s: its %s attribute ('%s') is not this cpbench's ('%s'): the at_peak_bytes columns "
+                        "would mean other tags", path, ATTR_TAGS, tags, want_tags);
+    }
+    if (runs >= 0) H5Dclose(runs);
+    H5Eclear2(H5E_DEFAULT);
+    quiet_end(q);
+    return rc;
+}
+
+/* every string column of a row read from a file ends in NUL, whatever its stored padding */
+static void terminate_strings(cpb_row *r)
+{
+#define Z_S(name, len, doc) r->name[len - 1] = 0;
+#define Z_N(name, doc)
+#define Z_A(name, n, doc)
+    CPB_ROW_COLUMNS(Z_S, Z_N, Z_N, Z_N, Z_A)
+#undef Z_S
+#undef Z_N
+#undef Z_A
+    for (int i = 0; i < CPB_MAX_KNOBS; i++) r->knobs.s[i][CPB_KNOB_LEN - 1] = 0;
+}
+
+int cpb_results_read_hid(hid_t f, const char *path, cpb_row **rows, int64_t *n, char *err, size_t err_len)
+{
+    *rows = NULL;
+    *n = 0;
+    quiet_t q = quiet_begin();
+    int rc = CPB_OK;
+    hid_t d = open_table(f, RUNS), ft = -1, mem = -1;
+    int64_t count = d < 0 ? -1 : table_rows(d);
+    cpb_row *buf = NULL;
+    if (count < 0) {
+        rc = refuse(err, err_len, "%s: %s is not a one-dimensional table", path, RUNS);
+        goto out;
+    }
+    ft = H5Dget_type(d);
+    if (ft < 0 || H5Tget_class(ft) != H5T_COMPOUND) {
+        rc = refuse(err, err_len, "%s: %s is not a table of rows (its type is not compound)", path, RUNS);
+        goto out;
+    }
+    if (count > MAX_READ_ROWS) {
+        rc = refuse(err, err_len, "%s: %s holds %lld rows, more than the %lld cpbench reads at once", path, RUNS,
+                    (long long)count, (long long)MAX_READ_ROWS);
+        goto out;
+    }
+    buf = calloc((size_t)(count ? count : 1), sizeof *buf);
+    if (!buf) {
+        rc = fail_code(CPB_ERR_NOMEM_HOST, err, err_len, "out of host memory reading %lld rows of %s", (long long)count,
+                       path);
+        goto out;
+    }
+    mem = runs_type(0);
+    if (count > 0 && H5Dread(d, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
+        rc = refuse(err, err_len, "cannot read %s of %s (a column of the same name but another type?)", RUNS, path);
+        goto out;
+    }
+    int64_t kept = 0;
+    for (int64_t i = 0; i < count; i++) {
+        cpb_row *r = &buf[i];
+        terminate_strings(r);
+        if (!r->status[0]) continue; /* the trace of an append that failed part-way */
+        if (strcmp(r->status, "skipped") == 0) CPB_ROW_SET(r, status, "refused"); /* files before schema 4 */
+        r->code = cpb_row_code_of_status(r->status);
+        if (kept != i) buf[kept] = *r;
+        kept++;
+    }
+    *rows = buf;
+    *n = kept;
+    buf = NULL;
+out:
+    free(buf);
+    if (mem >= 0) H5Tclose(mem);
+    if (ft >= 0) H5Tclose(ft);
+    if (d >= 0) H5Dclose(d);
+    H5Eclear2(H5E_DEFAULT);
+    quiet_end(q);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- files by name */
+
+/* 1 when the HDF5 error just seen is its file lock (another writer holds the file) */
+static int is_lock_error(void)
+{
+    char detail[256];
+    h5_detail(detail);
+    return strstr(detail, "lock") != NULL;
+}
+
+/* H5Fopen, waiting up to LOCK_WAIT_S while another process holds the file's lock */
+static hid_t open_waiting(const char *path, unsigned flags)
+{
+    for (int tries = 0;; tries++) {
+        hid_t f = H5Fopen(path, flags, H5P_DEFAULT);
+        if (f >= 0 || !is_lock_error() || tries >= LOCK_WAIT_S * 10) return f;
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* 0 when path is a regular file (*exists 1) or nothing (*exists 0); else CPB_ERR_INVALID
+ * (a FIFO would block its reader, a directory or device is no file to write) */
+static int path_kind(const char *path, int *exists, char *err, size_t len)
+{
+    struct stat st;
+    *exists = 0;
+    if (!path || !*path) {
+        snprintf(err, len, "the results file name is empty: give a file name such as results.h5");
+        return CPB_ERR_INVALID;
+    }
+    if (stat(path, &st) != 0) {
+        if (errno == ENOENT) return CPB_OK;
+        snprintf(err, len, "cannot look at %s: %s", path, strerror(errno));
+        return CPB_ERR_IO;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(err, len, "%s is not a regular file (%s): give a file name; it was left untouched", path,
+                 S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : "a device or socket");
+        return CPB_ERR_INVALID;
+    }
+    *exists = 1;
+    return CPB_OK;
+}
+
+/* the directory of path (".", "/", or the part before the last slash) */
+static void dir_of(const char *path, char *out, size_t len)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(out, len, ".");
+    else if (slash == path) snprintf(out, len, "/");
+    else snprintf(out, len, "%.*s", (int)(slash - path), path);
+}
+
+/* an existing regular file: CPB_OK when rows can be appended, else why not */
+static int check_existing(const char *path, char *err, size_t len)
+{
+    quiet_t q = quiet_begin();
+    int rc;
+    if (H5Fis_hdf5(path) <= 0) {
+        H5Eclear2(H5E_DEFAULT);
+        rc = refuse(err, len, "%s exists and is not an HDF5 file", path);
+    } else {
+        hid_t f = open_waiting(path, H5F_ACC_RDONLY);
+        if (f < 0) {
+            rc = fail(err, len, "cannot open %s to check it is a cpbench results file (another process has held it "
+                      "open for %d s: a sweep or a reader?)", path, LOCK_WAIT_S);
+        } else {
+            rc = cpb_results_check_hid(f, path, 1, err, len);
+            H5Fclose(f);
+        }
+    }
+    quiet_end(q);
+    return rc;
+}
+
+int cpb_results_check_target(const char *path, int force, char *err, size_t len)
+{
+    int exists;
+    int rc = path_kind(path, &exists, err, len);
+    if (rc != CPB_OK) return rc;
+    if (!exists) {
+        char dir[1024];
+        dir_of(path, dir, sizeof dir);
+        struct stat st;
+        if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+            snprintf(err, len, "cannot create %s: its directory %s does not exist", path, dir);
+            return CPB_ERR_INVALID;
+        }
+        if (access(dir, W_OK | X_OK) != 0) {
+            snprintf(err, len, "cannot create %s: its directory %s is not writable", path, dir);
+            return CPB_ERR_INVALID;
+        }
+        return CPB_OK;
+    }
+    rc = check_existing(path, err, len);
+    if (rc == CPB_ERR_INVALID && !force) {
+        size_t n = strlen(err);
+        snprintf(err + n, len - n, "; it was left untouched. Give another file name, or --force to replace it");
+    }
+    return rc == CPB_ERR_INVALID && force ? CPB_OK : rc;
+}
+
+/* ---------------------------------------------------------------- appending */
+
+static hid_t create_table(hid_t file, const char *name, int runs, hsize_t chunk)
 {
     hsize_t dims = 0, maxdims = H5S_UNLIMITED;
     hid_t sp = H5Screate_simple(1, &dims, &maxdims);
     hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
     H5Pset_chunk(dcpl, 1, &chunk);
-    hid_t ft = file_type(mem, runs);
+    hid_t ft = file_type(runs);
     hid_t d = H5Dcreate2(file, name, ft, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
     H5Tclose(ft);
     H5Pclose(dcpl);
@@ -268,86 +563,100 @@ static hid_t create_table(hid_t file, const char *name, hid_t mem, int runs, hsi
     return d;
 }
 
-/* 0 when the dataset exists and its stored type is exactly our layout */
-static int table_matches(hid_t file, const char *name, hid_t mem, int runs)
+/* room on path's file system for an append of a row of row_bytes to a table of chunks of
+ * chunk rows; CPB_OK, or CPB_ERR_IO with a message */
+static int space_for_append(const char *path, int64_t row_bytes, int64_t chunk, char *err, size_t len)
 {
-    if (H5Lexists(file, name, H5P_DEFAULT) <= 0) return -1;
-    hid_t d = H5Dopen2(file, name, H5P_DEFAULT);
-    if (d < 0) return -1;
-    hid_t ft = H5Dget_type(d), want = file_type(mem, runs);
-    int ok = H5Tequal(ft, want) > 0;
-    H5Tclose(want);
-    H5Tclose(ft);
-    H5Dclose(d);
-    return ok ? 0 : -1;
+    struct statvfs vs;
+    if (statvfs(path, &vs) != 0) return CPB_OK; /* no answer: the write itself will tell */
+    const int64_t free_bytes = (int64_t)vs.f_bavail * (int64_t)vs.f_frsize;
+    const int64_t need = row_bytes * chunk + APPEND_METADATA_BYTES;
+    if (free_bytes >= need) return CPB_OK;
+    snprintf(err, len, "the file system of %s has %lld bytes free, and an append may need %lld (a chunk of %lld rows "
+             "and the metadata): free some space", path, (long long)free_bytes, (long long)need, (long long)chunk);
+    return CPB_ERR_IO;
 }
 
-/* Validate an existing file read-only: nothing is written to a file that is refused. */
-static int validate_existing(const char *path, hid_t runs_mem, hid_t sess_mem, char *err,
-                             size_t len)
+/* the file's open descriptor (the sec2 driver's), -1 when HDF5 does not give one */
+static int file_fd(const cpb_results *r)
 {
-    htri_t is = H5Fis_hdf5(path);
-    if (is <= 0)
-        return fail(err, len,
-                    "%s exists and is not an HDF5 file; it was left untouched. Give --out a new "
-                    "file name or an existing cpbench results file",
-                    path);
-    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f < 0)
-        return fail(err, len, "cannot open %s to check it is a cpbench results file (is another "
-                              "process writing it?)", path);
-    char schema[64] = "";
-    int version = -1, rc = 0;
-    if (read_str_attr(f, ATTR_SCHEMA, schema, sizeof schema) != 0 ||
-        strcmp(schema, CPB_RESULTS_SCHEMA) != 0) {
-        rc = fail(err, len,
-                  "%s is an HDF5 file but not a cpbench results file (no '%s' attribute equal to "
-                  "'%s'); it was left untouched. Give --out another file name",
-                  path, ATTR_SCHEMA, CPB_RESULTS_SCHEMA);
-    } else if (read_int_attr(f, ATTR_VERSION, &version) != 0 ||
-               version != CPB_RESULTS_SCHEMA_VERSION) {
-        rc = fail(err, len,
-                  "%s is a cpbench results file of schema version %d, this cpbench writes version "
-                  "%d; it was left untouched. Give --out a new file (cpbench and paper/make_figures.py "
-                  "read files of both versions together)",
-                  path, version, CPB_RESULTS_SCHEMA_VERSION);
-    } else if (table_matches(f, RUNS, runs_mem, 1) != 0 || table_matches(f, SESSIONS, sess_mem, 0) != 0) {
-        rc = fail(err, len,
-                  "%s says it is cpbench schema %d but its %s or %s table has another layout; it "
-                  "was left untouched. Write to a new file",
-                  path, version, RUNS, SESSIONS);
+    int *fd = NULL;
+    if (H5Fget_vfd_handle(r->file, H5P_DEFAULT, (void **)&fd) < 0 || !fd) {
+        H5Eclear2(H5E_DEFAULT);
+        return -1;
     }
-    H5Fclose(f);
-    return rc;
+    return *fd;
 }
 
-static int64_t table_rows(hid_t d)
+/* Reserve the file's next `bytes` past its end of allocation on disk (posix_fallocate),
+ * so that the writes of an append cannot fail for want of space (a full disk, a file size
+ * limit) once they have begun: the append either finds its room here, before it changes
+ * anything, or is refused.  The reserve past what HDF5 uses is cut off when the file is
+ * closed. */
+static int reserve(const cpb_results *r, int64_t bytes, char *why, size_t len)
 {
-    hid_t sp = H5Dget_space(d);
-    hsize_t n = 0;
-    H5Sget_simple_extent_dims(sp, &n, NULL);
-    H5Sclose(sp);
-    return (int64_t)n;
+    haddr_t eoa = 0;
+    int fd = file_fd(r);
+    if (fd < 0 || H5Fget_eoa(r->file, &eoa) < 0) {
+        H5Eclear2(H5E_DEFAULT);
+        return 0; /* no descriptor: the free-space check is what there is */
+    }
+    int e = posix_fallocate(fd, (off_t)eoa, (off_t)bytes);
+    if (e == 0 || e == EOPNOTSUPP || e == EINVAL) return 0;
+    snprintf(why, len, "cannot reserve %lld bytes for the row on disk (%s); nothing was written, the table is as it "
+             "was", (long long)bytes, strerror(e));
+    return -1;
 }
 
-/* Append one element to a 1-D extendible table and flush the file. */
-static int append_one(hid_t file, hid_t d, hid_t mem, const void *row)
+/* Append one element to the 1-D extendible table d and flush the file; on failure the
+ * extent is shrunk back and flushed again so the table is as it was.  -1 with why. */
+static int append_one(const cpb_results *r, hid_t d, hid_t mem, int64_t chunk, const void *row, char *why,
+                      size_t len)
 {
-    hsize_t n = (hsize_t)table_rows(d), one = 1, nn = n + 1;
-    if (H5Dset_extent(d, &nn) < 0) return -1;
-    hid_t fs = H5Dget_space(d);
-    hid_t ms = H5Screate_simple(1, &one, NULL);
-    herr_t rc = H5Sselect_hyperslab(fs, H5S_SELECT_SET, &n, NULL, &one, NULL);
-    if (rc >= 0) rc = H5Dwrite(d, mem, ms, fs, H5P_DEFAULT, row);
-    H5Sclose(ms);
-    H5Sclose(fs);
+    const int64_t rows = table_rows(d);
+    if (rows < 0) {
+        snprintf(why, len, "its table has another shape");
+        return -1;
+    }
+    hid_t ft = H5Dget_type(d);
+    const int64_t row_bytes = ft >= 0 ? (int64_t)H5Tget_size(ft) : 4096;
+    if (ft >= 0) H5Tclose(ft);
+    if (space_for_append(r->path, row_bytes, chunk, why, len) != CPB_OK) return -1;
+    if (reserve(r, row_bytes * chunk + APPEND_METADATA_BYTES, why, len) != 0) return -1;
+    hsize_t n = (hsize_t)rows, one = 1, nn = n + 1;
+    char detail[256] = "";
+    herr_t rc = H5Dset_extent(d, &nn);
+    if (rc >= 0) {
+        hid_t fs = H5Dget_space(d);
+        hid_t ms = H5Screate_simple(1, &one, NULL);
+        rc = H5Sselect_hyperslab(fs, H5S_SELECT_SET, &n, NULL, &one, NULL);
+        if (rc >= 0) rc = H5Dwrite(d, mem, ms, fs, H5P_DEFAULT, row);
+        H5Sclose(ms);
+        H5Sclose(fs);
+    }
     /* flush now: a writer killed later leaves this row on disk */
-    if (rc >= 0) rc = H5Fflush(file, H5F_SCOPE_GLOBAL);
-    return rc < 0 ? -1 : 0;
+    if (rc >= 0) rc = H5Fflush(r->file, H5F_SCOPE_GLOBAL);
+    if (rc >= 0) return 0;
+    h5_detail(detail);
+    /* undo: the extent back to the rows that are whole, on disk too */
+    int restored = H5Dset_extent(d, &n) >= 0 && H5Fflush(r->file, H5F_SCOPE_GLOBAL) >= 0 && table_rows(d) == rows;
+    H5Eclear2(H5E_DEFAULT);
+    snprintf(why, len, "the write failed (%s: disk full? file removed? a file size limit?); %s", detail[0] ? detail : "no detail",
+             restored ? "the table was shrunk back and is as it was" :
+                        "shrinking the table back failed too: readers skip the incomplete row (its status is empty)");
+    return -1;
 }
 
 static void close_handles(cpb_results *r)
 {
+    /* cut the reserve of reserve() off: the file ends where HDF5's allocation does */
+    haddr_t eoa = 0;
+    int fd = r->file >= 0 ? file_fd(r) : -1;
+    struct stat st;
+    int cut = fd >= 0 && H5Fflush(r->file, H5F_SCOPE_GLOBAL) >= 0 && H5Fget_eoa(r->file, &eoa) >= 0 &&
+              fstat(fd, &st) == 0 && (off_t)eoa > 0 && st.st_size > (off_t)eoa && ftruncate(fd, (off_t)eoa) == 0;
+    (void)cut; /* a file left longer still reads: HDF5 ignores bytes past its end of allocation */
+    H5Eclear2(H5E_DEFAULT);
     if (r->runs >= 0) H5Dclose(r->runs);
     if (r->sessions >= 0) H5Dclose(r->sessions);
     if (r->runs_mem >= 0) H5Tclose(r->runs_mem);
@@ -356,50 +665,102 @@ static void close_handles(cpb_results *r)
     free(r);
 }
 
-int cpb_results_open(const char *path, const cpb_provenance *prov, cpb_results **out,
-                     char *err, size_t err_len)
+/* Create a complete, empty results file under a temporary name beside path and put it in
+ * place: link (path must still be absent: *lost_race when another writer created it first)
+ * or, with replace, rename over what is there.  The file stays open in r. */
+static int create_in_place(cpb_results *r, const char *path, const cpb_provenance *prov, int replace, int *lost_race,
+                           char *err, size_t len)
+{
+    *lost_race = 0;
+    char tmp[1100];
+    snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) return fail(err, len, "cannot create %s (%s: is its directory writable?)", path, strerror(errno));
+    mode_t mask = umask(0);
+    umask(mask);
+    (void)fchmod(fd, 0666 & ~mask); /* mkstemp's 0600 would keep others from reading the results */
+    close(fd);
+    r->file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    int rc = CPB_OK;
+    if (r->file < 0) {
+        rc = fail(err, len, "cannot create %s", path);
+    } else {
+        r->runs = create_table(r->file, RUNS, 1, RUNS_CHUNK);
+        r->sessions = create_table(r->file, SESSIONS, 0, 8);
+        if (r->runs < 0 || r->sessions < 0 || write_file_attrs(r->file, r->runs, prov) != 0 ||
+            H5Fflush(r->file, H5F_SCOPE_GLOBAL) < 0)
+            rc = fail(err, len, "cannot create the tables of %s (disk full?)", path);
+    }
+    if (rc == CPB_OK && (replace ? rename(tmp, path) : link(tmp, path)) != 0) {
+        if (!replace && errno == EEXIST) *lost_race = 1;
+        rc = *lost_race ? CPB_ERR_IO : fail(err, len, "cannot put the new results file in place as %s: %s", path, strerror(errno));
+    }
+    if (!replace || rc != CPB_OK) unlink(tmp);
+    if (rc == CPB_OK) { /* open it again by its own name: HDF5's messages name the file it opened */
+        H5Dclose(r->runs);
+        H5Dclose(r->sessions);
+        H5Fclose(r->file);
+        r->file = open_waiting(path, H5F_ACC_RDWR);
+        r->runs = r->file >= 0 ? H5Dopen2(r->file, RUNS, H5P_DEFAULT) : -1;
+        r->sessions = r->file >= 0 ? H5Dopen2(r->file, SESSIONS, H5P_DEFAULT) : -1;
+        if (r->runs < 0 || r->sessions < 0) rc = fail(err, len, "cannot open %s again after creating it", path);
+    }
+    if (*lost_race) { /* the other writer's file is there: append to it instead */
+        H5Dclose(r->runs);
+        H5Dclose(r->sessions);
+        H5Fclose(r->file);
+        r->file = r->runs = r->sessions = -1;
+    }
+    return rc;
+}
+
+int cpb_results_open(const char *path, const cpb_provenance *prov, int force, cpb_results **out, char *err,
+                     size_t err_len)
 {
     *out = NULL;
-    if (!path || !*path) return fail(err, err_len, "results file name is empty: give --out FILE.h5");
     cpb_results *r = calloc(1, sizeof *r);
-    if (!r) return fail(err, err_len, "out of host memory opening %s", path);
+    if (!r) return fail_code(CPB_ERR_NOMEM_HOST, err, err_len, "out of host memory opening %s", path ? path : "");
     r->file = r->runs = r->sessions = -1;
-    snprintf(r->path, sizeof r->path, "%s", path);
+    snprintf(r->path, sizeof r->path, "%s", path ? path : "");
     quiet_t q = quiet_begin();
-    r->runs_mem = runs_mem_type();
+    r->runs_mem = runs_type(0);
     r->sessions_mem = sessions_mem_type();
     int rc = CPB_OK;
-
-    if (access(path, F_OK) == 0) {
-        rc = validate_existing(path, r->runs_mem, r->sessions_mem, err, err_len);
-        if (rc == CPB_OK) {
-            r->file = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
-            if (r->file < 0)
-                rc = fail(err, err_len, "cannot open %s for appending (permissions? another "
-                                        "writer?)", path);
+    /* a second writer creating the same file at once finds it created: then it appends */
+    for (int attempt = 0; attempt < 3; attempt++) {
+        int exists = 0, lost = 0;
+        if ((rc = path_kind(path, &exists, err, err_len)) != CPB_OK) break;
+        if (!exists) {
+            rc = cpb_results_check_target(path, force, err, err_len); /* its directory */
+            if (rc == CPB_OK) rc = create_in_place(r, path, prov, 0, &lost, err, err_len);
+            if (!lost) break;
+            rc = fail(err, err_len, "%s was created by other writers at the same time, three times over", path);
+            continue;
         }
-        if (rc == CPB_OK) {
-            r->runs = H5Dopen2(r->file, RUNS, H5P_DEFAULT);
-            r->sessions = H5Dopen2(r->file, SESSIONS, H5P_DEFAULT);
-            if (r->runs < 0 || r->sessions < 0)
-                rc = fail(err, err_len, "cannot open the tables of %s", path);
+        rc = check_existing(path, err, err_len);
+        if (rc == CPB_ERR_INVALID && force) { /* not a results file: replaced */
+            rc = create_in_place(r, path, prov, 1, &lost, err, err_len);
+        } else if (rc == CPB_ERR_INVALID) {
+            size_t n = strlen(err);
+            snprintf(err + n, err_len - n, "; it was left untouched. Give another file name, or --force to replace it");
+        } else if (rc == CPB_OK) {
+            r->file = open_waiting(path, H5F_ACC_RDWR);
+            if (r->file < 0) {
+                rc = fail(err, err_len, "cannot open %s for appending (permissions? another process has held it open for "
+                          "%d s?)", path, LOCK_WAIT_S);
+            } else if ((rc = cpb_results_check_hid(r->file, path, 1, err, err_len)) == CPB_OK) {
+                r->runs = H5Dopen2(r->file, RUNS, H5P_DEFAULT);
+                r->sessions = H5Dopen2(r->file, SESSIONS, H5P_DEFAULT);
+                if (r->runs < 0 || r->sessions < 0) rc = fail(err, err_len, "cannot open the tables of %s", path);
+            }
         }
-    } else {
-        r->file = H5Fcreate(path, H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
-        if (r->file < 0) {
-            rc = fail(err, err_len, "cannot create %s (does its directory exist and is it "
-                                    "writable?)", path);
-        } else {
-            r->runs = create_table(r->file, RUNS, r->runs_mem, 1, RUNS_CHUNK);
-            r->sessions = create_table(r->file, SESSIONS, r->sessions_mem, 0, 8);
-            if (r->runs < 0 || r->sessions < 0 || write_file_attrs(r->file, r->runs, prov) != 0)
-                rc = fail(err, err_len, "cannot create the tables of %s", path);
-        }
+        break;
     }
     if (rc == CPB_OK) {
         r->session = (int32_t)table_rows(r->sessions);
-        if (append_one(r->file, r->sessions, r->sessions_mem, prov) != 0)
-            rc = fail(err, err_len, "cannot record this session's provenance in %s", path);
+        char why[512];
+        if (append_one(r, r->sessions, r->sessions_mem, 8, prov, why, sizeof why) != 0)
+            rc = fail(err, err_len, "cannot record this session's provenance in %s: %s", path, why);
     }
     quiet_end(q);
     if (rc != CPB_OK) {
@@ -415,10 +776,11 @@ int cpb_results_append(cpb_results *f, cpb_row *row, char *err, size_t err_len)
     row->session = f->session;
     if (!row->timestamp[0]) cpb_provenance_utc_now(row->timestamp, sizeof row->timestamp);
     quiet_t q = quiet_begin();
-    int rc = append_one(f->file, f->runs, f->runs_mem, row) == 0
-                 ? CPB_OK
-                 : fail(err, err_len, "cannot append a row to %s (disk full? file removed?)",
-                        f->path);
+    char why[640];
+    int rc = CPB_OK;
+    const int64_t before = table_rows(f->runs);
+    if (append_one(f, f->runs, f->runs_mem, RUNS_CHUNK, row, why, sizeof why) != 0)
+        rc = fail(err, err_len, "cannot append a row to %s (%lld rows before it): %s", f->path, (long long)before, why);
     quiet_end(q);
     return rc;
 }
@@ -430,16 +792,17 @@ void cpb_results_close(cpb_results *f)
     if (!f) return;
     quiet_t q = quiet_begin();
     close_handles(f);
+    H5Eclear2(H5E_DEFAULT);
     quiet_end(q);
 }
 
-int cpb_results_write_row(const char *path, int argc, char **argv, const cpb_backend *be, cpb_row *row,
+int cpb_results_write_row(const char *path, int force, int argc, char **argv, const cpb_backend *be, cpb_row *row,
                           char *err, size_t err_len)
 {
     cpb_provenance prov;
     cpb_provenance_collect(&prov, argc, argv, be, row->gpu, row->world_size);
     cpb_results *f = NULL;
-    int rc = cpb_results_open(path, &prov, &f, err, err_len);
+    int rc = cpb_results_open(path, &prov, force, &f, err, err_len);
     if (rc != CPB_OK) return rc;
     rc = cpb_results_append(f, row, err, err_len);
     cpb_results_close(f);
@@ -452,49 +815,24 @@ int cpb_results_read(const char *path, cpb_row **rows, int64_t *n, char *err, si
 {
     *rows = NULL;
     *n = 0;
+    int exists;
+    int rc = path_kind(path, &exists, err, err_len);
+    if (rc != CPB_OK) return rc;
+    if (!exists) {
+        snprintf(err, err_len, "%s does not exist", path);
+        return CPB_ERR_IO;
+    }
     quiet_t q = quiet_begin();
-    int rc = CPB_OK;
-    hid_t f = -1, d = -1, mem = -1;
-    char schema[64] = "";
+    hid_t f = -1;
     if (H5Fis_hdf5(path) <= 0) {
-        rc = fail(err, err_len, "%s is missing or not an HDF5 file", path);
-        goto out;
-    }
-    f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f < 0) {
+        rc = refuse(err, err_len, "%s is not an HDF5 file", path);
+    } else if ((f = open_waiting(path, H5F_ACC_RDONLY)) < 0) {
         rc = fail(err, err_len, "cannot open %s for reading", path);
-        goto out;
+    } else if ((rc = cpb_results_check_hid(f, path, 0, err, err_len)) == CPB_OK) {
+        rc = cpb_results_read_hid(f, path, rows, n, err, err_len);
     }
-    if (read_str_attr(f, ATTR_SCHEMA, schema, sizeof schema) != 0 ||
-        strcmp(schema, CPB_RESULTS_SCHEMA) != 0 || H5Lexists(f, RUNS, H5P_DEFAULT) <= 0) {
-        rc = fail(err, err_len, "%s is not a cpbench results file (no '%s' attribute or no %s)",
-                  path, ATTR_SCHEMA, RUNS);
-        goto out;
-    }
-    d = H5Dopen2(f, RUNS, H5P_DEFAULT);
-    int64_t count = d < 0 ? -1 : table_rows(d);
-    if (count < 0) {
-        rc = fail(err, err_len, "cannot open %s in %s", RUNS, path);
-        goto out;
-    }
-    cpb_row *buf = calloc((size_t)(count ? count : 1), sizeof *buf);
-    if (!buf) {
-        rc = fail(err, err_len, "out of host memory reading %lld rows of %s", (long long)count, path);
-        goto out;
-    }
-    mem = runs_mem_type();
-    if (count > 0 && H5Dread(d, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf) < 0) {
-        free(buf);
-        rc = fail(err, err_len, "cannot read %s of %s", RUNS, path);
-        goto out;
-    }
-    for (int64_t i = 0; i < count; i++) buf[i].code = cpb_row_code_of_status(buf[i].status);
-    *rows = buf;
-    *n = count;
-out:
-    if (mem >= 0) H5Tclose(mem);
-    if (d >= 0) H5Dclose(d);
     if (f >= 0) H5Fclose(f);
+    H5Eclear2(H5E_DEFAULT);
     quiet_end(q);
     return rc;
 }

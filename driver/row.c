@@ -64,15 +64,16 @@ const char *cpb_row_status_name(int code)
     switch (code) {
     case CPB_OK: return "ok";
     case CPB_ERR_OOM: return "oom";
-    case CPB_ERR_INVALID: return "skipped";
+    case CPB_ERR_REFUSED: return "refused";
     default: return "error";
     }
 }
 
 int cpb_row_code_of_status(const char *status)
 {
+    /* "skipped": what files before schema 4 called a refusal */
     static const struct { const char *name; int code; } known[] = {
-        {"ok", CPB_OK}, {"oom", CPB_ERR_OOM}, {"skipped", CPB_ERR_INVALID}};
+        {"ok", CPB_OK}, {"oom", CPB_ERR_OOM}, {"refused", CPB_ERR_REFUSED}, {"skipped", CPB_ERR_REFUSED}};
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (strcmp(status, known[i].name) == 0) return known[i].code;
     return CPB_ERR_BACKEND;
@@ -116,7 +117,8 @@ int cpb_row_same_point(const cpb_row *a, const cpb_row *b)
 #define SAME(f) (a->f == b->f)
     return SAME_S(method) && SAME_S(model) && SAME_S(backend) && SAME_S(scope) && SAME_S(dtype) &&
            (!a->gpu[0] || !b->gpu[0] || SAME_S(gpu)) && SAME(world_size) && SAME(seq_len) &&
-           SAME(hidden) && SAME(heads) && SAME(kv_heads) && SAME(head_dim) &&
+           SAME(hidden) && SAME(heads) && SAME(kv_heads) && SAME(head_dim) && SAME(seed) && SAME(warmup) &&
+           SAME(iters) && SAME_S(options) &&
            memcmp(a->knobs.i, b->knobs.i, sizeof a->knobs.i) == 0 && same_choices(a, b);
 #undef SAME_S
 #undef SAME

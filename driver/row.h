@@ -20,6 +20,9 @@
 extern "C" {
 #endif
 
+/* bytes of the options column */
+#define CPB_ROW_OPTIONS_LEN 256
+
 /* The columns of /runs.  X-macro so the struct, the HDF5 compound type and the column list
  * cannot disagree.
  *   S(name, len, doc)  fixed-length NUL-terminated string of len bytes
@@ -37,8 +40,8 @@ extern "C" {
     S(backend, 8, "cpu, sim or cuda: sim rows are predictions, cpu and cuda rows measurements") \
     S(gpu, 48, "GPU name (cuda), simulator GPU profile (sim), or cpu")                      \
     S(scope, 8, "layer (one attention layer) or model (simulator's whole-model estimate)")  \
-    S(status, 12, "ok, oom, skipped or error")                                              \
-    S(reason, 1024, "why the trial was skipped or failed (empty when ok)")                   \
+    S(status, 12, "ok, oom, refused or error (files before schema 4: skipped for refused)") \
+    S(reason, 1024, "why the method refused the trial or it failed (empty when ok)")         \
     S(dtype, 8, "storage dtype (bf16, fp32)")                                                \
     S(attn_impl, 8, "attention implementation the calls ran: cudnn, own or mixed (empty: no attention call)") \
     S(attn_calls, 192, "attention calls per class (fwd/bwd) and implementation, with why our kernels served a class") \
@@ -52,6 +55,8 @@ extern "C" {
     L(seed, "input seed (every method at a point gets the same inputs)")                     \
     I(warmup, "untimed warm-up steps")                                                       \
     I(iters, "timed steps (step time = median of the slowest rank)")                         \
+    S(options, CPB_ROW_OPTIONS_LEN, "options that change the result and have no column of their own, canonical: " \
+      "mem-cap=42949672960;calibration=fnv1a64:... (\"\" = none given)")                      \
     L(capacity_bytes, "device capacity the trial ran under")                                 \
     L(peak_bytes, "tracked device high-water (max_memory_allocated)")                        \
     L(reserved_bytes, "allocator-pool reserved high-water (max_memory_reserved; = peak on cpu/sim)") \
@@ -133,10 +138,11 @@ void cpb_row_point(cpb_row *r, const cpb_method *m, const cpb_problem *p, const 
 int64_t cpb_row_knob_int(const cpb_row *r, const char *name);
 const char *cpb_row_knob_str(const cpb_row *r, const char *name);
 
-/* the status column of a cpb_status: "ok", "oom", "skipped" (the method refused the shape)
- * or "error" */
+/* the status column of a cpb_status: "ok", "oom", "refused" (CPB_ERR_REFUSED: the method's
+ * check() refused the shape) or "error" (every other code, CPB_ERR_INVALID included) */
 const char *cpb_row_status_name(int code);
-/* a status column's cpb_status (what a row read from a file had: CPB_ERR_BACKEND for error) */
+/* a status column's cpb_status (what a row read from a file had: "skipped", the name before
+ * schema 4, is CPB_ERR_REFUSED; "error" and anything unknown CPB_ERR_BACKEND) */
 int cpb_row_code_of_status(const char *status);
 /* code, status and reason (the reason only when code is not CPB_OK) */
 void cpb_row_set_status(cpb_row *r, int code, const char *reason);
@@ -150,9 +156,11 @@ void cpb_layer_model_flops(const cpb_problem *p, double *fwd, double *bwd);
 void cpb_row_rates(cpb_row *r, double flops);
 
 /* The point key, the one place it is defined: 1 when rows a and b describe the same trial:
- * method, model, backend, gpu, scope, dtype, world size, sequence length, shape and every
- * knob column (an interrupted sweep skips such points).  `gpu` is compared only when both
- * rows name one. */
+ * method, model, backend, gpu, scope, dtype, world size, sequence length, shape, seed,
+ * warm-up and timed steps, every knob column and the options column (every other option
+ * that changes a result, harness/args.c's KEY options): an interrupted sweep skips such
+ * points.  `gpu` is compared only when both rows name one (an --isolate sweep on a GPU
+ * learns the name from its trials). */
 int cpb_row_same_point(const cpb_row *a, const cpb_row *b);
 
 #ifdef __cplusplus

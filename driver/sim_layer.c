@@ -8,6 +8,7 @@
 
 #include "fingerprint.h"
 #include "gpu_profiles.h"
+#include "host_memory.h"
 #include "registry.h"
 #include "sim/sim_world.h"
 #include "sim/timeline.h"
@@ -92,6 +93,22 @@ static void fill_times(cpb_row *r, const cpb_problem *p, const cpb_sim_timing *t
     cpb_row_rates(r, fwd + bwd);
 }
 
+/* The simulator keeps every rank's trace, so its memory grows with the world (about as C^2
+ * for a ring): after `done` of C ranks, 1 (with the message) when the rest would not fit
+ * the memory this machine had available at the start. */
+static int too_big_for_host(int C, int done, int64_t rss0, int64_t avail0, char *err, size_t len)
+{
+    if (rss0 < 0 || avail0 < 0 || done >= C) return 0;
+    const int64_t used = cpb_host_rss_bytes() - rss0;
+    if (used <= 0) return 0;
+    const double need = (double)used / done * C;
+    if (need <= 0.9 * (double)avail0) return 0;
+    snprintf(err, len, "simulator: a world of %d ranks would need about %.1f GiB of host memory here (%.1f MiB per rank "
+             "after %d ranks), more than the %.1f GiB available: simulate fewer ranks (--gpus)", C, need / 1073741824.0,
+             (double)used / done / 1048576.0, done, (double)avail0 / 1073741824.0);
+    return 1;
+}
+
 /* rank k's outcome as the row's (rk started as a copy of row: the point's columns agree) */
 static void take_rank(cpb_row *row, const cpb_row *rk, int k)
 {
@@ -121,10 +138,8 @@ int cpb_sim_layer(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts 
         return rc;
     }
     /* a method's refusal is a result, not bad input */
-    char why[1024] = "";
-    if (m->check && m->check(p, why, sizeof why) != CPB_OK) {
-        snprintf(err, sizeof err, "%s refuses this shape: %s", m->name, why[0] ? why : "(no reason given)");
-        cpb_row_set_status(row, CPB_ERR_INVALID, err);
+    if (cpb_method_refusal(m, p, err, sizeof err) != CPB_OK) {
+        cpb_row_set_status(row, CPB_ERR_REFUSED, err);
         return CPB_OK;
     }
     cpb_sim_world *w = NULL;
@@ -143,9 +158,14 @@ int cpb_sim_layer(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts 
     }
     int64_t first_n = 0;
     uint64_t first_hash = 0;
+    const int64_t rss0 = cpb_host_rss_bytes(), avail0 = cpb_host_available_bytes();
     for (int k = 0; k < p->C; k++) {
         *rk = *row;
         int trc = run_rank(p, m, o, w, k, cap, host_cap, rk);
+        if (trc == CPB_OK && too_big_for_host(p->C, k + 1, rss0, avail0, err, sizeof err)) {
+            cpb_row_set_status(row, CPB_ERR_NOMEM_HOST, err);
+            break;
+        }
         if (trc != CPB_OK) {
             /* every rank makes the same allocations (DESIGN section 3): the first failure,
              * an OOM included, is the trial's result */

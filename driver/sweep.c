@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const status_names[] = {"ok", "oom", "skipped", "error"};
+#include "trial.h"
+
+static const char *const status_names[] = {"ok", "oom", "refused", "error"};
 
 const char *cpb_point_status_name(cpb_point_status s)
 {
@@ -17,7 +19,17 @@ int cpb_point_status_parse(const char *name)
 {
     for (int i = 0; i <= CPB_POINT_ERROR; i++)
         if (strcmp(name, status_names[i]) == 0) return i;
+    if (strcmp(name, "skipped") == 0) return CPB_POINT_REFUSED; /* files of schema 1 to 3 */
     return -1;
+}
+
+const char *cpb_sweep_number(double v, char *buf, size_t len)
+{
+    for (int digits = 1; digits <= 17; digits++) {
+        snprintf(buf, len, "%.*g", digits, v);
+        if (strtod(buf, NULL) == v) break;
+    }
+    return buf;
 }
 
 int64_t cpb_sweep_round(int64_t S, int64_t g)
@@ -75,14 +87,16 @@ int cpb_sweep_plan_check(const cpb_sweep_plan *p, char *err, size_t err_len)
                  (long long)p->start);
         return 2;
     }
+    char f[32];
+    cpb_sweep_number(p->factor, f, sizeof f);
     if (!(p->factor > 1.0)) {
-        snprintf(err, err_len, "--factor %g must be > 1 (the growth factor between points)", p->factor);
+        snprintf(err, err_len, "--factor %s must be > 1 (the growth factor between points)", f);
         return 2;
     }
     if (growth_points(p, tmp, CPB_SWEEP_MAX_LIST) < 0) {
-        snprintf(err, err_len, "--factor %g from %lld to %lld gives more than %d points; use a "
+        snprintf(err, err_len, "--factor %s from %lld to %lld gives more than %d points; use a "
                                "larger --factor or --bisect to refine",
-                 p->factor, (long long)p->start, (long long)p->stop, CPB_SWEEP_MAX_LIST);
+                 f, (long long)p->start, (long long)p->stop, CPB_SWEEP_MAX_LIST);
         return 2;
     }
     return 0;
@@ -146,7 +160,7 @@ void cpb_sweep_report(cpb_sweep_state *st, int64_t S, cpb_point_status s)
             st->phase = CPB_SWEEP_BISECT;
         }
         break;
-    case CPB_POINT_SKIPPED:
+    case CPB_POINT_REFUSED:
         /* a refusal of this length: a larger one may be accepted; inside a bisection there
          * is no answer to bisect on, so stop there */
         if (st->phase == CPB_SWEEP_BISECT) st->phase = CPB_SWEEP_DONE;
@@ -183,8 +197,7 @@ static int accepts(const cpb_method *m, const cpb_problem *p, int64_t S)
 {
     cpb_problem q = *p;
     q.S = S;
-    char why[512];
-    return m->check(&q, why, sizeof why) == 0;
+    return cpb_method_refusal(m, &q, NULL, 0) == CPB_OK;
 }
 
 /* two odd multiples of g near `near`: odd so that a layout needing 2g is refused */

@@ -25,13 +25,14 @@ extern "C" {
 typedef enum cpb_point_status {
     CPB_POINT_OK = 0,      /* fit: grow (or bisect upwards) */
     CPB_POINT_OOM,         /* did not fit: bisect below it, larger points are not run */
-    CPB_POINT_SKIPPED,     /* the method refused this shape: try the next point */
+    CPB_POINT_REFUSED,     /* the method refused this shape: try the next point */
     CPB_POINT_ERROR,       /* anything else: stop this method's sweep */
 } cpb_point_status;
 
-/* "ok", "oom", "skipped", "error" (the results file's status column) */
+/* "ok", "oom", "refused", "error" (the results file's status column) */
 const char *cpb_point_status_name(cpb_point_status s);
-/* inverse; -1 for an unknown name */
+/* inverse ("skipped", the name of files before schema 4, is "refused"); -1 for an unknown
+ * name */
 int cpb_point_status_parse(const char *name);
 
 #define CPB_SWEEP_MAX_LIST 64
@@ -60,6 +61,9 @@ typedef struct cpb_sweep_state {
 
 /* 0, or CPB_ERR_INVALID with a message naming the bad option. */
 int cpb_sweep_plan_check(const cpb_sweep_plan *p, char *err, size_t err_len);
+
+/* v in the fewest significant digits that read back as v ("1.0000001", not "1") */
+const char *cpb_sweep_number(double v, char *buf, size_t len);
 
 /* S rounded down to a multiple of g, at least g. */
 int64_t cpb_sweep_round(int64_t S, int64_t g);

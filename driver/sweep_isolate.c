@@ -3,10 +3,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,12 +16,15 @@
 static const char *const dropped_with_value[] = {"--method", "--seq", "--seq-start", "--seq-stop",
                                                  "--factor", "--bisect", "--seq-list", "--out",
                                                  NULL};
+/* ... nor these flags */
+static const char *const dropped_flags[] = {"--isolate", "--force", NULL};
 
 /* 1: drop this option; *takes_value: it is the "--opt value" form */
 static int dropped(const char *arg, int *takes_value)
 {
     *takes_value = 0;
-    if (strcmp(arg, "--isolate") == 0) return 1;
+    for (const char *const *d = dropped_flags; *d; d++)
+        if (strcmp(arg, *d) == 0) return 1;
     for (const char *const *d = dropped_with_value; *d; d++) {
         size_t n = strlen(*d);
         if (strncmp(arg, *d, n) == 0 && (arg[n] == 0 || arg[n] == '=')) {
@@ -100,31 +105,75 @@ static void last_line(const char *path, char *out, size_t len)
     fclose(f);
 }
 
-int cpb_isolate_trial(const char *exe, int nopts, char **opts, const char *method, int64_t S,
-                      int mpi_np, const cpb_row *tmpl, cpb_row *row, char *err,
-                      size_t err_len)
+/* every file of the flat folder dir, then dir */
+static void remove_folder(const char *dir)
 {
-    char dir[] = "/tmp/cpbench-isolate-XXXXXX";
-    if (!mkdtemp(dir)) {
-        snprintf(err, err_len, "--isolate: cannot create a temporary directory in /tmp: %s",
-                 strerror(errno));
-        return CPB_ERR_IO;
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        char path[4200];
+        while ((e = readdir(d)))
+            if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+                snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+                unlink(path);
+            }
+        closedir(d);
     }
-    char out[512], log[512];
-    snprintf(out, sizeof out, "%s/row.h5", dir);
-    snprintf(log, sizeof log, "%s/child.log", dir);
-    char **argv = cpb_isolate_argv(exe, nopts, opts, method, S, out, mpi_np);
+    rmdir(dir);
+}
 
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid < 0) {
-        snprintf(err, err_len, "--isolate: fork failed: %s", strerror(errno));
-        cpb_isolate_free_argv(argv);
-        rmdir(dir);
-        return CPB_ERR_IO;
+/* the keeper's wait for its trial: SIGCHLD (the trial ended: its status) or SIGTERM (the
+ * sweep died: the trial is ended, the folder removed).  Never returns on SIGTERM. */
+static int keep(pid_t trial, const sigset_t *set, const char *dir)
+{
+    for (;;) {
+        int sig = 0, st = 0;
+        sigwait(set, &sig);
+        if (sig == SIGCHLD) {
+            if (waitpid(trial, &st, WNOHANG) == trial) return st;
+            continue;
+        }
+        /* the sweep is gone: end the trial (mpirun passes SIGTERM to its ranks), give it a
+         * few seconds, then SIGKILL, and leave nothing behind */
+        kill(trial, SIGTERM);
+        struct timespec wait = {1, 0};
+        for (int i = 0; i < 10 && waitpid(trial, &st, WNOHANG) != trial; i++) sigtimedwait(set, NULL, &wait);
+        if (waitpid(trial, &st, WNOHANG) != trial) {
+            kill(trial, SIGKILL);
+            while (waitpid(trial, &st, 0) < 0 && errno == EINTR) {
+            }
+        }
+        remove_folder(dir);
+        _exit(1);
     }
-    if (pid == 0) {
+}
+
+/* The child of the sweep: a keeper that dies with the sweep (PR_SET_PDEATHSIG) and then
+ * ends the trial and removes the folder (the trial's results file, its lock, its log); it
+ * starts the trial, which dies with the keeper, and passes the trial's status on. */
+static void keeper(pid_t sweep, char **argv, const char *log, const char *dir)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != sweep) { /* the sweep died before the request took effect */
+        remove_folder(dir);
+        _exit(1);
+    }
+    /* the sweep's open files (its results file and that file's lock among them) are the
+     * sweep's: neither the keeper nor the trial keeps them open */
+    long maxfd = sysconf(_SC_OPEN_MAX);
+    for (long fd = 3; fd < (maxfd > 0 && maxfd < 65536 ? maxfd : 65536); fd++) close((int)fd);
+    const pid_t me = getpid();
+    pid_t trial = fork();
+    if (trial < 0) _exit(126);
+    if (trial == 0) {
+        sigprocmask(SIG_UNBLOCK, &set, NULL);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != me) _exit(1);
         int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         if (fd >= 0) {
             dup2(fd, 1);
@@ -135,6 +184,46 @@ int cpb_isolate_trial(const char *exe, int nopts, char **opts, const char *metho
         fprintf(stderr, "cannot start %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
+    int st = keep(trial, &set, dir);
+    if (WIFSIGNALED(st)) { /* the same death, for the sweep's reason */
+        signal(WTERMSIG(st), SIG_DFL);
+        sigset_t one;
+        sigemptyset(&one);
+        sigaddset(&one, WTERMSIG(st));
+        sigprocmask(SIG_UNBLOCK, &one, NULL);
+        raise(WTERMSIG(st));
+    }
+    _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 1);
+}
+
+int cpb_isolate_trial(const char *exe, int nopts, char **opts, const char *method, int64_t S,
+                      int mpi_np, const cpb_row *tmpl, cpb_row *row, char *err,
+                      size_t err_len)
+{
+    const char *tmpdir = getenv("TMPDIR");
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/cpbench-isolate-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+    if (!mkdtemp(dir)) {
+        snprintf(err, err_len, "--isolate: cannot create a temporary directory in %s: %s",
+                 tmpdir && *tmpdir ? tmpdir : "/tmp", strerror(errno));
+        return CPB_ERR_IO;
+    }
+    char out[1100], log[1100];
+    snprintf(out, sizeof out, "%s/row.h5", dir);
+    snprintf(log, sizeof log, "%s/child.log", dir);
+    char **argv = cpb_isolate_argv(exe, nopts, opts, method, S, out, mpi_np);
+
+    fflush(stdout);
+    fflush(stderr);
+    const pid_t sweep = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(err, err_len, "--isolate: fork failed: %s", strerror(errno));
+        cpb_isolate_free_argv(argv);
+        rmdir(dir);
+        return CPB_ERR_IO;
+    }
+    if (pid == 0) keeper(sweep, argv, log, dir);
     int st = 0;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
     }
@@ -164,8 +253,6 @@ int cpb_isolate_trial(const char *exe, int nopts, char **opts, const char *metho
                      WIFEXITED(st) ? WEXITSTATUS(st) : -1, tail[0] ? tail : "none");
     }
     free(rows);
-    unlink(out);
-    unlink(log);
-    rmdir(dir);
+    remove_folder(dir);
     return CPB_OK;
 }

@@ -6,7 +6,12 @@
  * --gpus; the launcher from $CPB_MPIRUN, default "mpirun", with extra flags from
  * $CPB_MPIRUN_FLAGS).  A child that dies without writing its row (a crash, the kernel's
  * OOM killer, a driver error the tracked capacity did not foresee) becomes a row with status
- * "error" and the reason: its exit status and the last line it printed. */
+ * "error" and the reason: its exit status and the last line it printed.
+ *
+ * The trial's folder is $TMPDIR/cpbench-isolate-XXXXXX (/tmp without TMPDIR).  The sweep's
+ * child is a keeper that dies with the sweep (PR_SET_PDEATHSIG): when the sweep is killed,
+ * the keeper ends the trial (SIGTERM, then SIGKILL) and removes the folder, so no trial
+ * outlives its sweep holding its file's lock. */
 #ifndef CPB_SWEEP_ISOLATE_H
 #define CPB_SWEEP_ISOLATE_H
 

@@ -13,6 +13,14 @@
 
 /* ---------------------------------------------------------------- setup */
 
+int cpb_method_refusal(const cpb_method *m, const cpb_problem *p, char *msg, size_t len)
+{
+    char why[1024] = "";
+    if (!m->check || m->check(p, why, sizeof why) == CPB_OK) return CPB_OK;
+    if (msg && len) snprintf(msg, len, "%s refuses this shape: %s", m->name, why[0] ? why : "(no reason given)");
+    return CPB_ERR_REFUSED;
+}
+
 /* upload rows of a global [S][D] array at the layer's token positions */
 static int upload_tokens(cpb_ctx *ctx, const cpb_layer *L, cpb_buf *b, const float *global)
 {
@@ -98,9 +106,8 @@ int cpb_trial_setup(cpb_ctx *ctx, const cpb_method *m, const cpb_problem *p, con
                     uint64_t seed, cpb_layer *L)
 {
     memset(L, 0, sizeof *L);
-    char why[1024] = "";
-    if (m->check && m->check(p, why, sizeof why) != CPB_OK)
-        return cpb_fail(ctx, CPB_ERR_INVALID, "%s refuses this shape: %s", m->name, why[0] ? why : "(no reason given)");
+    char why[1100];
+    if (cpb_method_refusal(m, p, why, sizeof why) != CPB_OK) return cpb_fail(ctx, CPB_ERR_REFUSED, "%s", why);
     if (p->C != cpb_world_size(ctx))
         return cpb_fail(ctx, CPB_ERR_INVALID, "problem is for %d ranks but the context has %d", p->C,
                         cpb_world_size(ctx));

@@ -19,11 +19,16 @@ typedef struct cpb_global_inputs {
     const float *x, *dy, *wq, *wk, *wv, *wo;
 } cpb_global_inputs;
 
+/* CPB_OK when method m accepts p (its check()), else CPB_ERR_REFUSED with "<m> refuses
+ * this shape: <why>" in msg: the one place a refusal is made, so that no other failure is
+ * ever recorded as one. */
+int cpb_method_refusal(const cpb_method *m, const cpb_problem *p, char *msg, size_t len);
+
 /* Build the layer of ctx's rank for method m and problem p (token layout, shard, fixed-tag
  * buffers).  With in != NULL the rank's pieces of the global inputs are uploaded (after
  * rounding to the storage dtype); otherwise x, dy and weights are filled on the device with
  * cpb_fill_random from `seed` (same global values on every backend).  y, dx, dW are zeroed.
- * Fails with CPB_ERR_INVALID when m->check refuses p (reason in cpb_errmsg). */
+ * Fails with CPB_ERR_REFUSED when m->check refuses p (reason in cpb_errmsg). */
 int cpb_trial_setup(cpb_ctx *ctx, const cpb_method *m, const cpb_problem *p,
                     const cpb_global_inputs *in, uint64_t seed, cpb_layer *L);
 

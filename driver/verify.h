@@ -47,8 +47,9 @@ void cpb_verify_results_free(cpb_verify_results *r);
 int cpb_verify_gather(cpb_ctx *ctx, const cpb_layer *L, const cpb_row *tr, cpb_verify_results *out,
                       char *err, size_t err_len);
 
-/* Rank 0: write the inputs (as used) and the results to an HDF5 file, via path.tmp and a
- * rename, so a failure leaves no partial file. */
+/* Rank 0: write the inputs (as used) and the results to an HDF5 file, via a temporary file
+ * beside it and a rename, so a failure leaves no partial file.  The file is marked as a dump
+ * (attribute cpbench_dump = "cpbench-verify-dump"). */
 typedef struct cpb_dump_info {
     const cpb_problem *p;
     const char *method;
@@ -56,6 +57,10 @@ typedef struct cpb_dump_info {
     const cpb_verify_results *res;
 } cpb_dump_info;
 int cpb_verify_dump(const char *path, const cpb_dump_info *info, char *err, size_t err_len);
+/* Before any work: CPB_OK when path may take a dump (absent in a writable directory, an
+ * earlier dump, or any regular file with force); CPB_ERR_INVALID with a message otherwise
+ * (a file that is not a dump, a FIFO, a directory, a missing directory). */
+int cpb_verify_dump_check(const char *path, int force, char *err, size_t err_len);
 
 #define CPB_VERIFY_MAX_METHODS 64
 
@@ -70,6 +75,7 @@ typedef struct cpb_verify_opts {
     cpb_knobs knobs;               /* the method options given: each method takes its own */
     uint64_t seed;
     const char *dump;              /* --dump FILE.h5 (per method FILE.<method>.h5 when several) */
+    int force;                     /* --force: the dump may replace a file that is not a dump */
     int expect_refuse;             /* a refusal passes, an acceptance fails */
 } cpb_verify_opts;
 

@@ -1,10 +1,15 @@
 /* verify_dump.c — `verify --dump FILE`: inputs as the method used them and its gathered
- * results, as float32 HDF5 datasets with the shape as attributes.  Written to FILE.tmp and
- * renamed, so an interrupted or failed write never leaves a truncated FILE. */
+ * results, as float32 HDF5 datasets with the shape as attributes.  Written to a temporary
+ * file beside FILE and renamed, so an interrupted or failed write never leaves a truncated
+ * FILE; FILE is replaced only when it is an earlier dump (its `cpbench_dump` attribute) or
+ * --force says so. */
+#include <errno.h>
 #include <hdf5.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "verify.h"
 
@@ -65,15 +70,84 @@ static int attr_str(hid_t f, const char *name, const char *v)
     return rc;
 }
 
+#define DUMP_ATTR "cpbench_dump"
+#define DUMP_KIND "cpbench-verify-dump"
+
+/* 1 when path is an HDF5 file whose DUMP_ATTR says it is a dump */
+static int is_dump(const char *path)
+{
+    if (H5Fis_hdf5(path) <= 0) return 0;
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) return 0;
+    int yes = 0;
+    if (H5Aexists(f, DUMP_ATTR) > 0) {
+        hid_t a = H5Aopen(f, DUMP_ATTR, H5P_DEFAULT), t = a >= 0 ? H5Aget_type(a) : -1, sp = a >= 0 ? H5Aget_space(a) : -1;
+        char buf[64] = "";
+        if (t >= 0 && sp >= 0 && H5Tget_class(t) == H5T_STRING && !H5Tis_variable_str(t) && H5Tget_size(t) < sizeof buf &&
+            H5Sget_simple_extent_npoints(sp) == 1) {
+            hid_t mt = H5Tcopy(H5T_C_S1);
+            H5Tset_size(mt, sizeof buf);
+            yes = H5Aread(a, mt, buf) >= 0 && strcmp(buf, DUMP_KIND) == 0;
+            H5Tclose(mt);
+        }
+        if (sp >= 0) H5Sclose(sp);
+        if (t >= 0) H5Tclose(t);
+        if (a >= 0) H5Aclose(a);
+    }
+    H5Fclose(f);
+    return yes;
+}
+
+int cpb_verify_dump_check(const char *path, int force, char *err, size_t err_len)
+{
+    struct stat st;
+    H5E_auto2_t fn;
+    void *data;
+    H5Eget_auto2(H5E_DEFAULT, &fn, &data);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    int rc = CPB_OK;
+    if (stat(path, &st) != 0) {
+        char dir[4096];
+        const char *slash = strrchr(path, '/');
+        if (!slash) snprintf(dir, sizeof dir, ".");
+        else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path) > 0 ? (int)(slash - path) : 1, path);
+        if (errno != ENOENT || access(dir, W_OK | X_OK) != 0) {
+            snprintf(err, err_len, "--dump: cannot create '%s' (does the directory %s exist and is it writable?)", path, dir);
+            rc = CPB_ERR_INVALID;
+        }
+    } else if (!S_ISREG(st.st_mode)) {
+        snprintf(err, err_len, "--dump: '%s' is not a regular file (a directory, FIFO or device); it was left untouched",
+                 path);
+        rc = CPB_ERR_INVALID;
+    } else if (!force && !is_dump(path)) {
+        snprintf(err, err_len, "--dump: '%s' exists and is not a cpbench verify dump; it was left untouched. Give "
+                 "another file name, or --force to replace it", path);
+        rc = CPB_ERR_INVALID;
+    }
+    H5Eclear2(H5E_DEFAULT);
+    H5Eset_auto2(H5E_DEFAULT, fn, data);
+    return rc;
+}
+
 int cpb_verify_dump(const char *path, const cpb_dump_info *info, char *err, size_t err_len)
 {
     const cpb_problem *p = info->p;
     const int64_t S = p->S, D = p->D, HD = (int64_t)p->H * p->d, GD = (int64_t)p->G * p->d;
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", path);
+    int fd = mkstemp(tmp); /* a name of its own: never a file someone else has there */
+    if (fd < 0) {
+        snprintf(err, err_len, "--dump: cannot create a temporary file beside '%s': %s", path, strerror(errno));
+        return CPB_ERR_IO;
+    }
+    mode_t mask = umask(0);
+    umask(mask);
+    (void)fchmod(fd, 0666 & ~mask);
+    close(fd);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL); /* our message names the file; HDF5's stack is noise */
     hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     if (f < 0) {
+        remove(tmp);
         snprintf(err, err_len, "--dump: cannot create '%s' (does the directory exist and is it writable?)", tmp);
         return CPB_ERR_IO;
     }
@@ -89,7 +163,7 @@ int cpb_verify_dump(const char *path, const cpb_dump_info *info, char *err, size
           attr_i64(f, "head_dim", p->d) || attr_f64(f, "rope_base", p->rope_base) || attr_i64(f, "seq", S) ||
           attr_i64(f, "world_size", p->C) || attr_str(f, "method", info->method) ||
           attr_str(f, "dtype", cpb_dtype_name(p->dtype)) || attr_i64(f, "peak_bytes", info->res->peak) ||
-          attr_i64(f, "intermediate_bytes", info->res->intermediate);
+          attr_i64(f, "intermediate_bytes", info->res->intermediate) || attr_str(f, DUMP_ATTR, DUMP_KIND);
     if (H5Fclose(f) < 0) bad = 1;
     if (bad) {
         remove(tmp);

@@ -274,12 +274,13 @@ static int reference(const cpb_problem *p, const cpb_host_inputs *in, cpb_verify
     return cpb_reference_layer(p, &ri, &ro, msg, len);
 }
 
-/* method m's problem: o's with m's knobs; CPB_ERR_INVALID with the reason in why */
+/* method m's problem: o's with m's knobs; CPB_ERR_REFUSED with the reason in why when m's
+ * knobs or its check() refuse it */
 static int method_problem(const cpb_verify_opts *o, const cpb_method *m, cpb_problem *q, char *why, size_t len)
 {
     *q = o->p;
-    CPB_TRY(cpb_knobs_apply(m, &o->knobs, q, why, len));
-    return m->check ? m->check(q, why, len) : CPB_OK;
+    if (cpb_knobs_apply(m, &o->knobs, q, why, len) != CPB_OK) return CPB_ERR_REFUSED;
+    return m->check && m->check(q, why, len) != CPB_OK ? CPB_ERR_REFUSED : CPB_OK;
 }
 
 /* Which methods run: check() is a pure function of the problem, so every rank decides the
@@ -333,6 +334,18 @@ int cpb_verify_invocation(const cpb_verify_opts *a, const char *label)
         return 2;
     }
     if (n_run == 0) return failed ? 1 : (refused_hard ? 2 : 0);
+    if (a->dump) { /* every dump file may be written, before any work (rank 0 writes them) */
+        for (int i = 0; i < a->n_methods && rc == CPB_OK; i++) {
+            char path[4096];
+            dump_path(a->dump, a->methods[i]->name, n_run > 1, path, sizeof path);
+            if (runs[i] && rank == 0) rc = cpb_verify_dump_check(path, a->force, msg, sizeof msg);
+        }
+        rc = cpb_agree_status(rc, msg, sizeof msg);
+        if (rc != CPB_OK) {
+            if (rank == 0) report_error(label, msg);
+            return 2;
+        }
+    }
 
     cpb_host_inputs in;
     memset(&in, 0, sizeof in);

@@ -6,9 +6,13 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cpb_presets.h"
 #include "registry.h"
+
+#define CPB_STR_(x) #x
+#define CPB_STR(x) CPB_STR_(x)
 
 typedef enum opt_kind {
     OPT_FLAG,     /* int set to 1 */
@@ -27,6 +31,14 @@ typedef enum opt_kind {
     OPT_FILES,    /* FILE... up to the next option */
 } opt_kind;
 
+/* the commands an option is for (a bit per cpb_cmd_id) and the backends it means
+ * something on: an option a command would ignore is refused (cpb_args_check_command) */
+#define CMD(name) (1u << CPB_CMD_##name)
+#define C_PROBLEM (CMD(verify) | CMD(run) | CMD(sweep))
+#define C_CTX (C_PROBLEM | CMD(selftest) | CMD(bench_kernels))
+#define C_POINTS (CMD(run) | CMD(sweep))
+enum { BE_SIM = 1, BE_CPU = 2, BE_CUDA = 4, BE_MEASURED = BE_CPU | BE_CUDA, BE_ALL = 7 };
+
 typedef struct opt_def {
     const char *name;
     opt_kind kind;
@@ -35,48 +47,73 @@ typedef struct opt_def {
                             of the file count */
     const char *choices; /* '|'-separated, for OPT_NAME */
     const char *arg, *help;
+    cpb_opt_role role;   /* what the option is to a result (args.h) */
+    unsigned cmds;       /* the commands that use it */
+    unsigned backends;   /* the backends it means something on */
+    const char *example; /* a valid value other than the default (tests) */
 } opt_def;
 
 #define F(field) offsetof(cpb_args, field)
 #define CAP(field) sizeof(((cpb_args *)0)->field)
+#define COL CPB_OPT_COLUMN
+#define KEY CPB_OPT_KEY
+#define NONE CPB_OPT_NONE
 
 static const opt_def opts[] = {
-    {"--method", OPT_METHOD, F(method), CAP(method), NULL, "M|M1,M2|all", "method(s) to run (see `cpbench list`)"},
-    {"--model", OPT_MODEL, F(model), CAP(model), NULL, "PRESET", "model preset (see `cpbench list`)"},
-    {"--hidden", OPT_SIZE, F(hidden), 0, NULL, "N", "override hidden size D"},
-    {"--heads", OPT_INT, F(heads), 0, NULL, "N", "override query heads H"},
-    {"--kv-heads", OPT_INT, F(kv_heads), 0, NULL, "N", "override key/value heads G"},
-    {"--head-dim", OPT_INT, F(head_dim), 0, NULL, "N", "override head dim d (even)"},
-    {"--rope-base", OPT_DOUBLE, F(rope_base), 0, NULL, "F", "override RoPE base (> 1)"},
-    {"--seq", OPT_SIZE, F(seq), 0, NULL, "S", "global sequence length (128K = 131072)"},
-    {"--dtype", OPT_DTYPE, F(dtype), 0, NULL, "fp32|bf16", "storage dtype (default bf16)"},
-    {"--seed", OPT_UINT64, F(seed), 0, NULL, "N", "input seed (default 1)"},
-    {"--backend", OPT_BACKEND, F(backend), CAP(backend), NULL, "cpu|sim|cuda", "backend (default cpu)"},
-    {"--gpus", OPT_INT, F(gpus), 0, NULL, "N", "simulated world size"},
-    {"--gpus-per-node", OPT_INT, F(gpus_per_node), 0, NULL, "N", "GPUs per node (default 8)"},
-    {"--gpu", OPT_NAME, F(gpu), CAP(gpu), "", "PROFILE", "sim GPU profile (h100-sxm, h200, a100-80g, a100-40g)"},
-    {"--scope", OPT_NAME, F(scope), CAP(scope), "layer|model", "layer|model", "sim: one layer or whole-model estimate"},
-    {"--mem-cap", OPT_SIZE, F(mem_cap), 0, NULL, "BYTES", "device memory capacity (80G ok)"},
-    {"--host-mem-cap", OPT_SIZE, F(host_mem_cap), 0, NULL, "BYTES", "pinned host capacity per rank"},
-    {"--comm", OPT_NAME, F(comm), CAP(comm), "nccl|mpi", "nccl|mpi", "cuda collectives (default nccl)"},
-    {"--calibration", OPT_STR, F(calibration), 0, NULL, "FILE", "sim: measured profile constants"},
-    {"--no-race-check", OPT_FLAG, F(no_race_check), 0, NULL, NULL, "skip the stream-race check"},
-    {"--warmup", OPT_INT0, F(warmup), 0, NULL, "N", "warm-up steps (default 1)"},
-    {"--iters", OPT_INT, F(iters), 0, NULL, "N", "measured steps (default 3)"},
-    {"--profile-iter", OPT_INT0, F(profile_iter), 0, NULL, "N", "bracket iteration N for nsys"},
-    {"--isolate", OPT_FLAG, F(isolate), 0, NULL, NULL, "run each trial in its own process"},
-    {"--seq-start", OPT_SIZE, F(seq_start), 0, NULL, "S", "sweep: first length"},
-    {"--seq-stop", OPT_SIZE, F(seq_stop), 0, NULL, "S", "sweep: last length"},
-    {"--factor", OPT_DOUBLE, F(factor), 0, NULL, "F", "sweep: growth factor (default 2)"},
-    {"--bisect", OPT_SIZE, F(bisect), 0, NULL, "STEP", "sweep: bisect after the first OOM down to STEP"},
-    {"--seq-list", OPT_SIZELIST, F(seq_list), 0, NULL, "a,b,c", "sweep: these lengths"},
-    {"--dump", OPT_STR, F(dump), 0, NULL, "FILE", "verify: write inputs and results (HDF5)"},
-    {"--out", OPT_STR, F(out), 0, NULL, "FILE", "results file (HDF5, appended)"},
-    {"--cases", OPT_FILES, F(cases), F(n_cases), NULL, "FILE...", "verify: run the case files' lines for this world size"},
-    {"--results", OPT_FILES, F(results), F(n_results), NULL, "FILE...", "fingerprints: the results files to compare"},
-    {"--expect-refuse", OPT_FLAG, F(expect_refuse), 0, NULL, NULL, "verify: a refusal passes, acceptance fails"},
+    {"--method", OPT_METHOD, F(method), CAP(method), NULL, "M|M1,M2|all", "method(s) to run (see `cpbench list`)", COL, C_PROBLEM, BE_ALL, "ring"},
+    {"--model", OPT_MODEL, F(model), CAP(model), NULL, "PRESET", "model preset (see `cpbench list`)", COL, C_PROBLEM, BE_ALL, "llama3-8b"},
+    {"--hidden", OPT_SIZE, F(hidden), 0, NULL, "N", "override hidden size D", COL, C_PROBLEM, BE_ALL, "512"},
+    {"--heads", OPT_INT, F(heads), 0, NULL, "N", "override query heads H", COL, C_PROBLEM, BE_ALL, "16"},
+    {"--kv-heads", OPT_INT, F(kv_heads), 0, NULL, "N", "override key/value heads G", COL, C_PROBLEM, BE_ALL, "4"},
+    {"--head-dim", OPT_INT, F(head_dim), 0, NULL, "N", "override head dim d (even)", COL, C_PROBLEM, BE_ALL, "32"},
+    {"--rope-base", OPT_DOUBLE, F(rope_base), 0, NULL, "F", "override RoPE base (> 1)", KEY, C_PROBLEM, BE_ALL, "500000"},
+    {"--seq", OPT_SIZE, F(seq), 0, NULL, "S", "global sequence length (128K = 131072)", COL, CMD(verify) | CMD(run), BE_ALL, "2048"},
+    {"--dtype", OPT_DTYPE, F(dtype), 0, NULL, "fp32|bf16", "storage dtype (default bf16)", COL, C_PROBLEM, BE_ALL, "fp32"},
+    {"--seed", OPT_UINT64, F(seed), 0, NULL, "N", "input seed (default 1; backends with data)", COL, C_PROBLEM, BE_MEASURED, "7"},
+    {"--backend", OPT_BACKEND, F(backend), CAP(backend), NULL, "cpu|sim|cuda", "backend (default cpu)", COL,
+     C_CTX | CMD(device_props), BE_ALL, "cpu"},
+    {"--gpus", OPT_INT, F(gpus), 0, NULL, "N", "world size (sim; --isolate on cpu/cuda), at most " CPB_STR(CPB_MAX_GPUS), COL, C_POINTS, BE_ALL, "8"},
+    {"--gpus-per-node", OPT_INT, F(gpus_per_node), 0, NULL, "N", "sim: GPUs per node (default 8)", KEY, C_POINTS, BE_SIM, "4"},
+    {"--gpu", OPT_NAME, F(gpu), CAP(gpu), "", "PROFILE", "sim GPU profile (h100-sxm, h200, a100-80g, a100-40g)", COL, C_POINTS, BE_SIM, "h200"},
+    {"--scope", OPT_NAME, F(scope), CAP(scope), "layer|model", "layer|model", "sim: one layer or whole-model estimate", COL, C_POINTS, BE_ALL, "model"},
+    {"--mem-cap", OPT_SIZE, F(mem_cap), 0, NULL, "BYTES", "device memory capacity (80G ok)", KEY, C_CTX, BE_ALL, "40G"},
+    {"--host-mem-cap", OPT_SIZE, F(host_mem_cap), 0, NULL, "BYTES", "pinned host capacity per rank", KEY, C_CTX, BE_ALL, "8G"},
+    {"--comm", OPT_NAME, F(comm), CAP(comm), "nccl|mpi", "nccl|mpi", "cuda collectives (default nccl)", KEY, C_CTX, BE_CUDA, "mpi"},
+    {"--calibration", OPT_STR, F(calibration), 0, NULL, "FILE", "sim: measured profile constants", KEY, C_POINTS, BE_SIM, NULL},
+    {"--no-race-check", OPT_FLAG, F(no_race_check), 0, NULL, NULL, "skip the stream-race check", KEY, C_CTX, BE_ALL, NULL},
+    {"--warmup", OPT_INT0, F(warmup), 0, NULL, "N", "warm-up steps (default 1)", COL, C_POINTS | CMD(bench_kernels), BE_MEASURED, "2"},
+    {"--iters", OPT_INT, F(iters), 0, NULL, "N", "measured steps (default 3)", COL, C_POINTS | CMD(bench_kernels), BE_MEASURED, "5"},
+    {"--profile-iter", OPT_INT0, F(profile_iter), 0, NULL, "N", "bracket iteration N for nsys", NONE, C_POINTS, BE_MEASURED, "1"},
+    {"--isolate", OPT_FLAG, F(isolate), 0, NULL, NULL, "sweep: run each trial in its own process", NONE, CMD(sweep), BE_ALL, NULL},
+    {"--timeout", OPT_DOUBLE, F(timeout), 0, NULL, "SECONDS", "end every rank when a trial makes no progress this long (default 1800)",
+     NONE, C_CTX, BE_MEASURED, "600"},
+    {"--seq-start", OPT_SIZE, F(seq_start), 0, NULL, "S", "sweep (and run --scope model): first length", NONE, C_POINTS | CMD(bench_kernels), BE_ALL, "64K"},
+    {"--seq-stop", OPT_SIZE, F(seq_stop), 0, NULL, "S", "sweep (and run --scope model): last length", NONE, C_POINTS | CMD(bench_kernels), BE_ALL, "8M"},
+    {"--factor", OPT_DOUBLE, F(factor), 0, NULL, "F", "sweep: growth factor (default 2)", NONE, CMD(sweep), BE_ALL, "4"},
+    {"--bisect", OPT_SIZE, F(bisect), 0, NULL, "STEP", "sweep: bisect after the first OOM down to STEP", NONE, C_POINTS, BE_ALL, "16K"},
+    {"--seq-list", OPT_SIZELIST, F(seq_list), 0, NULL, "a,b,c", "sweep: these lengths", NONE, CMD(sweep), BE_ALL, "128K,1M"},
+    {"--dump", OPT_STR, F(dump), 0, NULL, "FILE", "verify: write inputs and results (HDF5)", NONE, CMD(verify), BE_ALL, NULL},
+    {"--out", OPT_STR, F(out), 0, NULL, "FILE", "results file (HDF5, appended)", NONE, C_POINTS | CMD(bench_kernels), BE_ALL, NULL},
+    {"--force", OPT_FLAG, F(force), 0, NULL, NULL, "--out/--dump may replace a file that is not theirs", NONE,
+     C_POINTS | CMD(verify) | CMD(bench_kernels), BE_ALL, NULL},
+    {"--cases", OPT_FILES, F(cases), F(n_cases), NULL, "FILE...", "verify: run the case files' lines for this world size", NONE, CMD(verify), BE_ALL, NULL},
+    {"--results", OPT_FILES, F(results), F(n_results), NULL, "FILE...", "fingerprints: the results files to compare", NONE, CMD(fingerprints), BE_ALL, NULL},
+    {"--expect-refuse", OPT_FLAG, F(expect_refuse), 0, NULL, NULL, "verify: a refusal passes, acceptance fails", NONE, CMD(verify), BE_ALL, NULL},
 };
 #define NOPTS ((int)(sizeof opts / sizeof opts[0]))
+_Static_assert(NOPTS <= CPB_ARGS_MAX_OPTS, "raise CPB_ARGS_MAX_OPTS");
+
+int cpb_args_option_count(void) { return NOPTS; }
+const char *cpb_args_option_name(int i) { return i >= 0 && i < NOPTS ? opts[i].name : NULL; }
+cpb_opt_role cpb_args_option_role(int i) { return i >= 0 && i < NOPTS ? opts[i].role : CPB_OPT_ROLE_UNSET; }
+unsigned cpb_args_option_commands(int i) { return i >= 0 && i < NOPTS ? opts[i].cmds : 0; }
+const char *cpb_args_option_example(int i) { return i >= 0 && i < NOPTS ? opts[i].example : NULL; }
+
+static unsigned backend_kind(const char *name);
+int cpb_args_option_on_backend(int i, const char *be_name)
+{
+    return i >= 0 && i < NOPTS && (opts[i].backends & backend_kind(be_name)) != 0;
+}
 
 void cpb_args_defaults(cpb_args *a)
 {
@@ -90,14 +127,17 @@ void cpb_args_defaults(cpb_args *a)
     a->iters = 3;
     a->profile_iter = -1;
     a->factor = 2.0;
+    a->timeout = CPB_ARGS_DEFAULT_TIMEOUT_S;
 }
 
-static int parse_int(const char *s, int allow_zero, int *out)
+/* the largest value an integer option takes: every count is bounded so that no product of
+ * it elsewhere can overflow */
+static int64_t int_max(const opt_def *o)
 {
-    int64_t v;
-    if (cpb_parse_size(s, &v) != 0 || v > 0x7fffffff || (!allow_zero && v == 0)) return -1;
-    *out = (int)v;
-    return 0;
+    if (o->off == F(gpus) || o->off == F(gpus_per_node)) return CPB_MAX_GPUS;
+    if (o->off == F(warmup) || o->off == F(iters) || o->off == F(profile_iter)) return CPB_ARGS_MAX_STEPS;
+    if (o->off == F(heads) || o->off == F(kv_heads)) return CPB_MAX_HEADS;
+    return 0x7fffffff;
 }
 
 static const char *method_names(void)
@@ -112,7 +152,8 @@ static const char *method_names(void)
     return names;
 }
 
-/* each comma-separated name must be a registered method (or the whole value "all") */
+/* each comma-separated name must be a registered method, listed once (or the whole value
+ * "all") */
 static int check_methods(const char *v, char *err, size_t err_len)
 {
     if (strcmp(v, "all") == 0) return 0;
@@ -133,9 +174,31 @@ static int check_methods(const char *v, char *err, size_t err_len)
                      name, method_names());
             return -1;
         }
+        /* a method twice would run (and write) its points twice */
+        for (const char *q = v; q < p;) {
+            const char *c2 = strchr(q, ',');
+            size_t l2 = (size_t)(c2 - q);
+            if (l2 == len && strncmp(q, name, len) == 0) {
+                snprintf(err, err_len, "--method '%s': %s is listed twice; give each method once", v, name);
+                return -1;
+            }
+            q = c2 + 1;
+        }
         if (!comma) return 0;
         p = comma + 1;
     }
+}
+
+/* a plain decimal integer: digits only (no sign, no blank, no 0x, "010" is ten) */
+static int parse_decimal(const char *v, uint64_t max, uint64_t *out)
+{
+    if (!*v || strspn(v, "0123456789") != strlen(v) || strlen(v) > 20) return -1;
+    errno = 0;
+    char *end;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (errno || *end || x > max) return -1;
+    *out = x;
+    return 0;
 }
 
 static int parse_value(const opt_def *o, const char *v, cpb_args *a, char *err, size_t err_len)
@@ -144,39 +207,43 @@ static int parse_value(const opt_def *o, const char *v, cpb_args *a, char *err, 
     switch (o->kind) {
     case OPT_FLAG: return 0;
     case OPT_INT:
-    case OPT_INT0:
-        if (parse_int(v, o->kind == OPT_INT0, (int *)base) != 0) {
-            snprintf(err, err_len, "%s '%s': expected a %s integer (K/M/G suffixes allowed)", o->name,
-                     v, o->kind == OPT_INT0 ? "non-negative" : "positive");
+    case OPT_INT0: {
+        int64_t x, max = int_max(o);
+        if (cpb_parse_size(v, &x) != 0 || x > max || (o->kind == OPT_INT && x == 0)) {
+            snprintf(err, err_len, "%s '%s': expected a %s integer of at most %lld (K/M/G suffixes allowed)", o->name,
+                     v, o->kind == OPT_INT0 ? "non-negative" : "positive", (long long)max);
             return -1;
         }
+        *(int *)base = (int)x;
         return 0;
+    }
     case OPT_SIZE: {
-        int64_t s;
-        if (cpb_parse_size(v, &s) != 0 || s <= 0) {
+        int64_t x;
+        if (cpb_parse_size(v, &x) != 0 || x <= 0) {
             snprintf(err, err_len, "%s '%s': expected a positive size such as 4096, 128K, 1.5M or 2G "
-                     "(binary suffixes, must be a whole number)", o->name, v);
+                     "(binary suffixes, must be a whole number of at most 2^63 - 1)", o->name, v);
             return -1;
         }
-        *(int64_t *)base = s;
+        *(int64_t *)base = x;
         return 0;
     }
     case OPT_UINT64: {
-        char *end;
-        errno = 0;
-        unsigned long long s = strtoull(v, &end, 0);
-        if (errno || *end || !*v || *v == '-') {
-            snprintf(err, err_len, "%s '%s': expected a non-negative integer", o->name, v);
+        uint64_t x;
+        if (parse_decimal(v, (uint64_t)INT64_MAX, &x) != 0) {
+            snprintf(err, err_len, "%s '%s': expected a decimal integer from 0 to %lld (digits only)", o->name, v,
+                     (long long)INT64_MAX);
             return -1;
         }
-        *(uint64_t *)base = s;
+        *(uint64_t *)base = x;
         return 0;
     }
     case OPT_DOUBLE: {
         char *end;
+        errno = 0;
         double d = strtod(v, &end);
-        if (*end || !*v || !(d > 0) || !isfinite(d)) {
-            snprintf(err, err_len, "%s '%s': expected a positive number", o->name, v);
+        /* digits first: strtod would skip blanks and take "inf", "nan" and hex */
+        if (!*v || !((*v >= '0' && *v <= '9') || *v == '.') || *end || errno || !(d > 0) || !isfinite(d)) {
+            snprintf(err, err_len, "%s '%s': expected a positive decimal number", o->name, v);
             return -1;
         }
         *(double *)base = d;
@@ -235,14 +302,14 @@ static int parse_value(const opt_def *o, const char *v, cpb_args *a, char *err, 
             const char *comma = strchr(p, ',');
             size_t len = comma ? (size_t)(comma - p) : strlen(p);
             char item[48];
-            int64_t s;
-            if (len == 0 || len >= sizeof item) s = -1;
+            int64_t x;
+            if (len == 0 || len >= sizeof item) x = -1;
             else {
                 memcpy(item, p, len);
                 item[len] = 0;
-                if (cpb_parse_size(item, &s) != 0) s = -1;
+                if (cpb_parse_size(item, &x) != 0) x = -1;
             }
-            if (s <= 0) {
+            if (x <= 0) {
                 snprintf(err, err_len, "--seq-list '%s': expected positive sizes separated by commas, "
                          "e.g. 128K,1M,3M", v);
                 return -1;
@@ -251,7 +318,7 @@ static int parse_value(const opt_def *o, const char *v, cpb_args *a, char *err, 
                 snprintf(err, err_len, "--seq-list: more than %d lengths", CPB_ARGS_MAX_SEQS);
                 return -1;
             }
-            a->seq_list[a->n_seq_list++] = s;
+            a->seq_list[a->n_seq_list++] = x;
             if (!comma) return 0;
             p = comma + 1;
         }
@@ -274,6 +341,7 @@ static const cpb_knob *knob_named(const char *name)
 
 int cpb_args_parse(int argc, char **argv, cpb_args *a, char *err, size_t err_len)
 {
+    unsigned char seen[CPB_ARGS_MAX_OPTS] = {0}, knob_seen[CPB_MAX_KNOBS] = {0};
     for (int i = 0; i < argc; i++) {
         const char *arg = argv[i];
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
@@ -287,11 +355,17 @@ int cpb_args_parse(int argc, char **argv, cpb_args *a, char *err, size_t err_len
         if (nlen >= sizeof name) nlen = sizeof name - 1;
         memcpy(name, arg, nlen);
         name[nlen] = 0;
-        const opt_def *o = NULL;
+        int oi = -1;
         for (int k = 0; k < NOPTS; k++)
-            if (strcmp(opts[k].name, name) == 0) o = &opts[k];
+            if (strcmp(opts[k].name, name) == 0) oi = k;
+        const opt_def *o = oi >= 0 ? &opts[oi] : NULL;
         const cpb_knob *knob = o ? NULL : knob_named(name);
         if (knob) { /* a method option, from the methods' tables */
+            int ki = cpb_knob_index(knob->name);
+            if (ki >= 0 && ki < CPB_MAX_KNOBS && knob_seen[ki]++) {
+                snprintf(err, err_len, "%s is given twice: give it once", name);
+                return CPB_ERR_INVALID;
+            }
             const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
             if (!v) {
                 snprintf(err, err_len, "%s: missing value (expected %s)", name, knob->arg ? knob->arg : "a value");
@@ -308,6 +382,11 @@ int cpb_args_parse(int argc, char **argv, cpb_args *a, char *err, size_t err_len
                          "`cpbench --help` lists them", arg);
             return CPB_ERR_INVALID;
         }
+        if (seen[oi]++) {
+            snprintf(err, err_len, "%s is given twice: give it once", o->name);
+            return CPB_ERR_INVALID;
+        }
+        a->given[oi] = 1;
         if (o->kind == OPT_FLAG) {
             if (eq) {
                 snprintf(err, err_len, "%s takes no value", o->name);
@@ -348,6 +427,274 @@ int cpb_args_parse(int argc, char **argv, cpb_args *a, char *err, size_t err_len
     return CPB_OK;
 }
 
+/* ---------------------------------------------------------------- options a command ignores */
+
+/* the option of field `off` was given */
+static int given_field(const cpb_args *a, size_t off)
+{
+    for (int i = 0; i < NOPTS; i++)
+        if (opts[i].off == off) return a->given[i];
+    return 0;
+}
+
+
+static unsigned backend_kind(const char *name)
+{
+    if (strcmp(name, "sim") == 0) return BE_SIM;
+    if (strcmp(name, "cuda") == 0) return BE_CUDA;
+    return BE_CPU;
+}
+
+static const char *kind_names(unsigned k)
+{
+    switch (k) {
+    case BE_SIM: return "the sim backend";
+    case BE_CPU: return "the cpu backend";
+    case BE_CUDA: return "the cuda backend";
+    case BE_MEASURED: return "the cpu and cuda backends";
+    default: return "every backend";
+    }
+}
+
+static const char *command_name(cpb_cmd_id cmd)
+{
+    static const char *const names[] = {
+#define X(name, mpi) #name,
+#include "commands.def"
+#undef X
+    };
+    return cmd < CPB_CMD_COUNT ? names[cmd] : "?";
+}
+
+/* "run", "sweep, run": the commands of a mask, for messages */
+static void commands_of(unsigned mask, char *out, size_t len)
+{
+    out[0] = 0;
+    for (int c = 0; c < CPB_CMD_COUNT; c++)
+        if (mask & (1u << c)) {
+            size_t n = strlen(out);
+            snprintf(out + n, len - n, "%s%s", n ? ", " : "", command_name((cpb_cmd_id)c));
+        }
+    for (char *p = out; *p; p++)
+        if (*p == '_') *p = '-';
+}
+
+/* a knob given on the command line that no method of the command and no kind of point of
+ * its backend and scope takes */
+static int check_knobs(const cpb_args *a, cpb_cmd_id cmd, const char *be_name, char *err, size_t len)
+{
+    if (a->knobs.n == 0) return CPB_OK;
+    char opt[64];
+    if (!(C_PROBLEM & (1u << cmd))) {
+        cpb_knob_option(cpb_knob_at(cpb_knob_index(a->knobs.v[0].name)), opt, sizeof opt);
+        snprintf(err, len, "%s is an option of a method or of the simulator; `cpbench %s` does not use it", opt,
+                 command_name(cmd));
+        return CPB_ERR_INVALID;
+    }
+    const cpb_method *ms[64];
+    char why[512];
+    int nm = a->method[0] ? cpb_args_methods(a, ms, 64, why, sizeof why) : 0;
+    if (nm < 0) nm = 0; /* the command reports a bad --method */
+    for (int i = 0; i < a->knobs.n; i++) {
+        const char *name = a->knobs.v[i].name;
+        const cpb_knob *k = cpb_knob_at(cpb_knob_index(name));
+        if (!k) continue;
+        cpb_knob_option(k, opt, sizeof opt);
+        const cpb_knob *general = cpb_knob_of(NULL, name);
+        if (general) { /* the driver's: a kind of point */
+            if (general->points == CPB_KNOB_TIMING_MODEL_POINTS && backend_kind(be_name) != BE_SIM) {
+                snprintf(err, len, "%s is an option of the simulator's points; the %s backend does not use it (use "
+                         "--backend sim)", opt, be_name);
+                return CPB_ERR_INVALID;
+            }
+            if (general->points == CPB_KNOB_MODEL_SCOPE_POINTS && strcmp(a->scope, "model") != 0) {
+                snprintf(err, len, "%s is an option of the whole-model estimate; give --scope model (--backend sim)", opt);
+                return CPB_ERR_INVALID;
+            }
+            continue;
+        }
+        if (nm == 0) continue; /* no --method: the command says it is required */
+        int taken = 0;
+        for (int j = 0; j < nm; j++)
+            for (const cpb_knob *mk = ms[j]->knobs; mk && mk->name; mk++) taken |= strcmp(mk->name, name) == 0;
+        if (!taken) {
+            char who[256] = "";
+            for (int j = 0, w = 0; j < cpb_method_count(); j++)
+                for (const cpb_knob *mk = cpb_method_at(j)->knobs; mk && mk->name; mk++)
+                    if (strcmp(mk->name, name) == 0) {
+                        size_t l = strlen(who);
+                        snprintf(who + l, sizeof who - l, "%s%s", w++ ? ", " : "", cpb_method_at(j)->name);
+                    }
+            snprintf(err, len, "%s is an option of %s; none of the methods given (--method %s) takes it", opt, who,
+                     a->method);
+            return CPB_ERR_INVALID;
+        }
+    }
+    return CPB_OK;
+}
+
+int cpb_args_check_command(const cpb_args *a, cpb_cmd_id cmd, char *err, size_t len)
+{
+    const int tool = cmd == CPB_CMD_selftest || cmd == CPB_CMD_bench_kernels || cmd == CPB_CMD_device_props;
+    const char *be_name = tool && !a->backend_given ? "cuda" : a->backend;
+    const unsigned be = backend_kind(be_name);
+    char cmds[128];
+    for (int i = 0; i < NOPTS; i++) {
+        if (!a->given[i]) continue;
+        const opt_def *o = &opts[i];
+        if (!(o->cmds & (1u << cmd))) {
+            commands_of(o->cmds, cmds, sizeof cmds);
+            snprintf(err, len, "%s: `cpbench %s` does not use this option (it is for: %s); leave it out", o->name,
+                     command_name(cmd), cmds);
+            for (char *p = err; *p && p < err + len; p++)
+                if (*p == '_') *p = '-';
+            return CPB_ERR_INVALID;
+        }
+        if (!(o->backends & be)) {
+            snprintf(err, len, "%s means something only on %s; the %s backend does not use it: leave it out", o->name,
+                     kind_names(o->backends), be_name);
+            return CPB_ERR_INVALID;
+        }
+    }
+#define GIVEN(field) given_field(a, F(field))
+    if (cmd == CPB_CMD_run && strcmp(a->scope, "model") != 0 && (GIVEN(seq_start) || GIVEN(seq_stop) || GIVEN(bisect))) {
+        snprintf(err, len, "--seq-start, --seq-stop and --bisect: `cpbench run` uses them only with --scope model (the "
+                 "largest-context search); a sweep of lengths is `cpbench sweep`");
+        return CPB_ERR_INVALID;
+    }
+    if (GIVEN(force) && !GIVEN(out) && !GIVEN(dump)) {
+        snprintf(err, len, "--force lets --out or --dump replace a file that is not theirs: give one of them, or leave "
+                 "--force out");
+        return CPB_ERR_INVALID;
+    }
+    if (a->profile_iter >= 0 && (be & BE_MEASURED) && a->profile_iter >= a->warmup + a->iters) {
+        snprintf(err, len, "--profile-iter %d: a trial runs iterations 0 to %d (--warmup %d + --iters %d)",
+                 a->profile_iter, a->warmup + a->iters - 1, a->warmup, a->iters);
+        return CPB_ERR_INVALID;
+    }
+#undef GIVEN
+    return check_knobs(a, cmd, be_name, err, len);
+}
+
+/* ---------------------------------------------------------------- canonical text, point options */
+
+/* option o's value in a, canonical (the same value whatever its spelling) */
+static void value_text(const opt_def *o, const cpb_args *a, char *out, size_t len)
+{
+    const char *base = (const char *)a + o->off;
+    switch (o->kind) {
+    case OPT_FLAG: snprintf(out, len, "1"); break;
+    case OPT_INT:
+    case OPT_INT0: snprintf(out, len, "%d", *(const int *)base); break;
+    case OPT_SIZE: snprintf(out, len, "%lld", (long long)*(const int64_t *)base); break;
+    case OPT_UINT64: snprintf(out, len, "%llu", (unsigned long long)*(const uint64_t *)base); break;
+    case OPT_DOUBLE: snprintf(out, len, "%.17g", *(const double *)base); break;
+    case OPT_STR: snprintf(out, len, "%s", *(const char *const *)base ? *(const char *const *)base : ""); break;
+    case OPT_DTYPE: snprintf(out, len, "%s", cpb_dtype_name(a->dtype)); break;
+    case OPT_SIZELIST: {
+        out[0] = 0;
+        for (int i = 0; i < a->n_seq_list; i++) {
+            size_t n = strlen(out);
+            snprintf(out + n, len - n, "%s%lld", i ? "," : "", (long long)a->seq_list[i]);
+        }
+        break;
+    }
+    case OPT_FILES: {
+        const char *const *files = (const char *const *)base;
+        int n = *(const int *)((const char *)a + o->cap);
+        out[0] = 0;
+        for (int i = 0; i < n; i++) {
+            size_t l = strlen(out);
+            snprintf(out + l, len - l, "%s%s", i ? " " : "", files[i]);
+        }
+        break;
+    }
+    default: snprintf(out, len, "%s", base); break;
+    }
+}
+
+size_t cpb_args_canonical(const cpb_args *a, char *out, size_t len)
+{
+    size_t n = 0;
+    char v[4096];
+    if (!len) return 0;
+    out[0] = 0;
+    for (int i = 0; i < NOPTS && n < len; i++) {
+        if (!a->given[i]) continue;
+        value_text(&opts[i], a, v, sizeof v);
+        n += (size_t)snprintf(out + n, len - n, "%s=%s\n", opts[i].name, v);
+    }
+    for (int i = 0; i < a->knobs.n && n < len; i++) {
+        const cpb_knob_value *k = &a->knobs.v[i];
+        const cpb_knob *d = cpb_knob_at(cpb_knob_index(k->name));
+        if (d && d->type == CPB_KNOB_CHOICE) n += (size_t)snprintf(out + n, len - n, "%s=%s\n", k->name, k->s);
+        else n += (size_t)snprintf(out + n, len - n, "%s=%lld\n", k->name, (long long)k->i);
+    }
+    return n < len ? n : len - 1;
+}
+
+/* the largest calibration file read (a few hundred bytes are usual) */
+#define MAX_CALIBRATION_BYTES ((long)1 << 20)
+
+/* FNV-1a of a regular file's bytes; -1 with errno (EINVAL: not a regular file, EFBIG: too
+ * large) when it cannot be read: a FIFO or /dev/zero would never end */
+static int hash_file(const char *path, uint64_t *h)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) return -1;
+    if (!S_ISREG(st.st_mode) || st.st_size > MAX_CALIBRATION_BYTES) {
+        errno = S_ISREG(st.st_mode) ? EFBIG : EINVAL;
+        return -1;
+    }
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    uint64_t x = 1469598103934665603ull;
+    unsigned char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        for (size_t i = 0; i < n; i++) {
+            x ^= buf[i];
+            x *= 1099511628211ull;
+        }
+    int bad = ferror(f);
+    fclose(f);
+    *h = x;
+    return bad ? -1 : 0;
+}
+
+int cpb_args_point_options(const cpb_args *a, const char *be_name, char *out, size_t len, char *err, size_t err_len)
+{
+    const unsigned be = backend_kind(be_name);
+    size_t n = 0;
+    out[0] = 0;
+    for (int i = 0; i < NOPTS; i++) {
+        const opt_def *o = &opts[i];
+        if (o->role != CPB_OPT_KEY || !a->given[i] || !(o->backends & be)) continue;
+        char v[64];
+        if (o->off == F(calibration)) {
+            uint64_t h;
+            if (hash_file(a->calibration, &h) != 0) {
+                snprintf(err, err_len, "--calibration '%s': cannot read it (%s)", a->calibration,
+                         errno == EINVAL ? "not a regular file" : errno == EFBIG ? "larger than 1 MiB: not a calibration file"
+                                                                              : strerror(errno));
+                return CPB_ERR_INVALID;
+            }
+            snprintf(v, sizeof v, "fnv1a64:%016llx", (unsigned long long)h);
+        } else {
+            value_text(o, a, v, sizeof v);
+        }
+        int k = snprintf(out + n, len - n, "%s%s=%s", n ? ";" : "", o->name + 2, v);
+        if (k < 0 || (size_t)k >= len - n) {
+            snprintf(err, err_len, "the options of the point do not fit the %zu-byte options column", len - 1);
+            return CPB_ERR_INVALID;
+        }
+        n += (size_t)k;
+    }
+    return CPB_OK;
+}
+
+/* ---------------------------------------------------------------- what the driver gets */
+
 void cpb_args_ctx_opts(const cpb_args *a, cpb_ctx_opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -368,8 +715,8 @@ void cpb_args_sim_opts(const cpb_args *a, cpb_sim_opts *o)
     o->no_race_check = a->no_race_check;
 }
 
-void cpb_args_runner_opts(const cpb_args *a, const cpb_backend *be, const char *exe, int nopts, char **opts,
-                          cpb_runner_opts *o)
+int cpb_args_runner_opts(const cpb_args *a, const cpb_backend *be, const char *exe, int nopts, char **opts_,
+                         cpb_runner_opts *o, char *err, size_t err_len)
 {
     memset(o, 0, sizeof *o);
     o->be = be;
@@ -382,7 +729,46 @@ void cpb_args_runner_opts(const cpb_args *a, const cpb_backend *be, const char *
     o->isolate = a->isolate;
     o->exe = exe;
     o->nopts = nopts;
-    o->opts = opts;
+    o->opts = opts_;
+    return cpb_args_point_options(a, be->name, o->options, sizeof o->options, err, err_len);
+}
+
+/* ---------------------------------------------------------------- the problem */
+
+/* a * b when both are positive and the product is at most max, else -1 */
+static int64_t mul_within(int64_t a, int64_t b, int64_t max)
+{
+    int64_t r;
+    if (a <= 0 || b <= 0 || __builtin_mul_overflow(a, b, &r) || r > max) return -1;
+    return r;
+}
+
+/* the most elements a tensor of the layer may have: its bytes in fp64 (the reference) and
+ * sums of a few of them stay far inside int64 */
+#define MAX_TENSOR_ELEMS ((int64_t)1 << 56)
+
+int cpb_problem_check_sizes(const cpb_problem *p, char *err, size_t len)
+{
+    const int64_t hd = mul_within(p->H, p->d, 0x7fffffff), gd = mul_within(p->G, p->d, 0x7fffffff);
+    if (hd < 0 || gd < 0) {
+        snprintf(err, len, "--heads %d x --head-dim %d (and --kv-heads %d x %d) must stay below 2^31: choose a smaller "
+                 "--head-dim", p->H, p->d, p->G, p->d);
+        return CPB_ERR_INVALID;
+    }
+    int64_t widest = p->D > hd ? p->D : hd; /* columns of the widest [S][.] tensor */
+    if (mul_within(p->D, hd, MAX_TENSOR_ELEMS) < 0) {
+        snprintf(err, len, "--hidden %lld x H*d %lld: the weights would hold more than 2^56 elements, beyond cpbench's "
+                 "int64 sizes", (long long)p->D, (long long)hd);
+        return CPB_ERR_INVALID;
+    }
+    if (mul_within(p->S, widest, MAX_TENSOR_ELEMS) < 0) {
+        snprintf(err, len, "--seq %lld with rows of %lld elements (--hidden %lld, heads x head dim %lld): the layer's "
+                 "tensors would hold more than 2^56 elements, beyond cpbench's int64 sizes; --seq at most %lld here",
+                 (long long)p->S, (long long)widest, (long long)p->D, (long long)hd,
+                 (long long)(MAX_TENSOR_ELEMS / widest));
+        return CPB_ERR_INVALID;
+    }
+    return CPB_OK;
 }
 
 int cpb_args_problem(const cpb_args *a, const cpb_method *m, int C, cpb_problem *p, char *err, size_t err_len)
@@ -409,8 +795,8 @@ int cpb_args_problem(const cpb_args *a, const cpb_method *m, int C, cpb_problem 
         snprintf(err, err_len, "--seq is required: the global sequence length, e.g. --seq 128K");
         return CPB_ERR_INVALID;
     }
-    if (C <= 0) {
-        snprintf(err, err_len, "world size %d: need at least one rank (--gpus N on the sim backend)", C);
+    if (C <= 0 || C > CPB_MAX_GPUS) {
+        snprintf(err, err_len, "world size %d: need 1 to %d ranks (--gpus N on the sim backend)", C, CPB_MAX_GPUS);
         return CPB_ERR_INVALID;
     }
     if (p->H > CPB_MAX_HEADS || p->G > CPB_MAX_HEADS) {
@@ -431,6 +817,7 @@ int cpb_args_problem(const cpb_args *a, const cpb_method *m, int C, cpb_problem 
         snprintf(err, err_len, "--rope-base %g must be greater than 1", p->rope_base);
         return CPB_ERR_INVALID;
     }
+    CPB_TRY(cpb_problem_check_sizes(p, err, err_len));
     if (p->S % C) {
         snprintf(err, err_len, "--seq %lld is not divisible by the %d ranks: choose a multiple of %d",
                  (long long)p->S, C, C);
@@ -449,10 +836,8 @@ int cpb_args_methods(const cpb_args *a, const cpb_method **out, int max, char *e
     if (check_methods(a->method, err, err_len) != 0) return -1;
     int n = 0;
     if (strcmp(a->method, "all") == 0) {
-        for (int i = 0; i < cpb_method_count(); i++) {
-            if (n >= max) goto too_many;
-            out[n++] = cpb_method_at(i);
-        }
+        if (cpb_method_count() > max) goto too_many;
+        for (int i = 0; i < cpb_method_count(); i++) out[n++] = cpb_method_at(i);
         if (!n) {
             snprintf(err, err_len, "--method all: no methods are compiled in");
             return -1;
@@ -472,13 +857,13 @@ int cpb_args_methods(const cpb_args *a, const cpb_method **out, int max, char *e
         p = comma + 1;
     }
 too_many:
-    snprintf(err, err_len, "--method: more than %d methods", max);
+    snprintf(err, err_len, "--method %s names more than %d method%s", a->method, max, max == 1 ? "" : "s");
     return -1;
 }
 
 void cpb_args_usage(FILE *f)
 {
-    fprintf(f, "Options (every command parses all of them; sizes take binary K, M, G, T suffixes):\n");
+    fprintf(f, "Options (each command takes those it uses; sizes take binary K, M, G, T suffixes):\n");
     for (int k = 0; k < NOPTS; k++) {
         char left[64];
         snprintf(left, sizeof left, "%s%s%s", opts[k].name, opts[k].arg ? " " : "",

@@ -21,9 +21,12 @@ typedef struct cpb_cli {
 #include "commands.def"
 #undef X
 
-/* the exit code of a trial's status: 0 ok (an OOM is a result), 2 bad input or a refused
- * shape, 1 anything else */
+/* the exit code of a trial's status: 0 ok (an OOM is a result), 2 a refused shape, 1
+ * anything else (CPB_ERR_INVALID from a trial is a bug of the method: 1) */
 int cpb_cli_exit_code(int status);
+/* --out checked (cpb_results_check_target) before anything runs, by rank 0, for every
+ * rank: 0, or the exit code (2 refused, 1 not checkable) with the message printed */
+int cpb_cli_check_out(const cpb_args *a, const char *cmd);
 /* the backend of c, or a message on stderr and NULL */
 const cpb_backend *cpb_cli_backend(const cpb_cli *c, const char *cmd);
 

@@ -7,8 +7,10 @@
  *
  * Prints peak, intermediate and host memory with the breakdown by tag, and the times
  * (predicted on sim, measured on cpu/cuda).  Exit code: 0 when the trial ran (an OOM is a
- * result), 2 for bad input or a shape the method refuses, 1 for any other failure (a
- * stream race, a broken allocation rule, a backend error, a results file not written). */
+ * result), 2 for bad input or a shape the method refuses (then nothing is written: --out
+ * is checked before the trial and written only with a trial's row), 1 for any other
+ * failure (a stream race, a broken allocation rule, a backend error, a results file not
+ * written). */
 #include <stdio.h>
 #include <string.h>
 
@@ -49,8 +51,9 @@ static int run(const cpb_cli *c, const cpb_method *m, cpb_runner *r)
     const int model = strcmp(a->scope, "model") == 0, rank0 = r->rank == 0;
     char err[1024];
     cpb_problem p;
-    if (cpb_args_problem(a, m, r->C, &p, err, sizeof err) != CPB_OK) {
-        if (rank0) fprintf(stderr, "cpbench run: %s\n", err);
+    int prc = cpb_args_problem(a, m, r->C, &p, err, sizeof err);
+    if (prc != CPB_OK) {
+        if (rank0) fprintf(stderr, "cpbench run: %s%s\n", err, prc == CPB_ERR_REFUSED ? " (nothing was run or written)" : "");
         return 2;
     }
     static cpb_row row; /* large */
@@ -59,7 +62,12 @@ static int run(const cpb_cli *c, const cpb_method *m, cpb_runner *r)
     if (rc != CPB_OK) {
         if (rank0) fprintf(stderr, "cpbench run: %s\n", row.reason);
         cpb_model_estimate_free(e);
-        return cpb_cli_exit_code(rc) ? cpb_cli_exit_code(rc) : 1;
+        return rc == CPB_ERR_INVALID || rc == CPB_ERR_REFUSED ? 2 : 1;
+    }
+    if (row.code == CPB_ERR_REFUSED) { /* a refusal is no trial: nothing to print or write */
+        if (rank0) fprintf(stderr, "cpbench run: %s (nothing was run or written)\n", row.reason);
+        cpb_model_estimate_free(e);
+        return 2;
     }
     int code = cpb_cli_exit_code(row.code);
     if (rank0) {
@@ -69,7 +77,7 @@ static int run(const cpb_cli *c, const cpb_method *m, cpb_runner *r)
         } else {
             cpb_print_row(stdout, &row, c->be);
         }
-        if (a->out && cpb_results_write_row(a->out, c->argc, c->argv, c->be, &row, err, sizeof err) != CPB_OK) {
+        if (a->out && cpb_results_write_row(a->out, a->force, c->argc, c->argv, c->be, &row, err, sizeof err) != CPB_OK) {
             fprintf(stderr, "cpbench run: %s\n", err);
             code = 1;
         }
@@ -85,18 +93,14 @@ int cpb_cmd_run(const cpb_cli *c)
     char err[1024];
     const int rank0 = cpb_ranks_rank() == 0;
     cpb_profile_iter_select(a->profile_iter); /* the trial loop brackets that iteration */
-    const cpb_method *ms[2];
-    int n = cpb_args_methods(a, ms, 2, err, sizeof err);
-    if (n < 0) {
+    const cpb_method *ms[1];
+    if (strcmp(a->method, "all") == 0 || strchr(a->method, ',')) {
+        if (rank0) fprintf(stderr, "cpbench run: runs one method, and --method %s names several; give --method NAME "
+                           "(`cpbench sweep` or `cpbench verify` take several)\n", a->method);
+        return 2;
+    }
+    if (cpb_args_methods(a, ms, 1, err, sizeof err) < 0) {
         if (rank0) fprintf(stderr, "cpbench run: %s\n", err);
-        return 2;
-    }
-    if (n != 1) {
-        if (rank0) fprintf(stderr, "cpbench run: runs one method; give --method NAME (use `cpbench sweep` for several)\n");
-        return 2;
-    }
-    if (strcmp(a->scope, "layer") != 0 && strcmp(a->scope, "model") != 0) {
-        if (rank0) fprintf(stderr, "cpbench run: --scope must be layer or model, got '%s'\n", a->scope);
         return 2;
     }
     const cpb_backend *be = cpb_cli_backend(c, "run");
@@ -105,8 +109,13 @@ int cpb_cmd_run(const cpb_cli *c)
         if (rank0) fprintf(stderr, "cpbench run: --scope model is an estimate of the simulator: use --backend sim\n");
         return 2;
     }
+    int code = cpb_cli_check_out(a, "run");
+    if (code) return code;
     cpb_runner_opts ro;
-    cpb_args_runner_opts(a, be, NULL, 0, NULL, &ro);
+    if (cpb_args_runner_opts(a, be, NULL, 0, NULL, &ro, err, sizeof err) != CPB_OK) {
+        if (rank0) fprintf(stderr, "cpbench run: %s\n", err);
+        return 2;
+    }
     ro.isolate = 0; /* `run` is one trial in this process */
     static cpb_runner r;
     int rc = cpb_runner_open(&r, &ro, err, sizeof err);
@@ -115,7 +124,7 @@ int cpb_cmd_run(const cpb_cli *c)
         /* a backend that cannot start here (no GPU, a library missing) refuses: exit 2 */
         return rc == CPB_ERR_INVALID || rc == CPB_ERR_UNSUPPORTED ? 2 : 1;
     }
-    int code = run(c, ms[0], &r);
+    code = run(c, ms[0], &r);
     cpb_runner_close(&r);
     return code;
 }

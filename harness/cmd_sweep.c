@@ -19,6 +19,7 @@
 #include "ranks.h"
 #include "results_h5.h"
 #include "sweep.h"
+#include "watchdog.h"
 
 #define MAX_METHODS 64
 
@@ -33,6 +34,7 @@ typedef struct sweep_run {
     int64_t nprev;
     cpb_progress prog;
     int errors;                 /* trials with status error */
+    int stop;                   /* an append failed: the sweep stops (rank 0's word) */
     cpb_row *rows;              /* rank 0: this sweep's rows, run or from --out (fingerprints) */
     int64_t nrows, rows_cap;
     double last_progress;       /* when the last progress line was printed */
@@ -50,12 +52,14 @@ static double now_s(void)
 
 /* ---------------------------------------------------------------- one point */
 
-/* an earlier row of --out for this point whose outcome is a result (ok, oom, skipped) */
+/* an earlier row of --out for this point whose outcome is a result (ok, oom, refused);
+ * error rows (and rows of a status this build does not know) are run again */
 static const cpb_row *cached_row(const sweep_run *sr, const cpb_row *tmpl)
 {
     for (int64_t i = sr->nprev - 1; i >= 0; i--) {
         const cpb_row *r = &sr->prev[i];
-        if (cpb_row_same_point(r, tmpl) && strcmp(r->status, "error") != 0) return r;
+        int st = cpb_point_status_parse(r->status);
+        if (cpb_row_same_point(r, tmpl) && st >= 0 && st != CPB_POINT_ERROR) return r;
     }
     return NULL;
 }
@@ -97,11 +101,15 @@ static cpb_point_status sweep_point(sweep_run *sr, const cpb_method *m, int64_t 
 
     const cpb_row *hit = sr->rank == 0 ? cached_row(sr, &tmpl) : NULL;
     int cached = cpb_agree_bcast_int(hit != NULL);
+    cpb_watchdog_beat("running a point of the sweep");
     double t0 = now_s();
     if (cached) {
         if (hit) row = *hit;
     } else if (prc != CPB_OK) {
-        cpb_row_set_status(&row, CPB_ERR_INVALID, err);
+        /* a knob the method refuses at this length is a refusal; the options themselves were
+         * checked before the sweep began, so anything else is an error */
+        cpb_row_set_status(&row, prc == CPB_ERR_REFUSED ? CPB_ERR_REFUSED : CPB_ERR_BACKEND, err);
+        cpb_provenance_utc_now(row.timestamp, sizeof row.timestamp);
     } else {
         /* a point the runner calls bad input (a preset without a model description) is
          * recorded as its row says */
@@ -113,7 +121,10 @@ static cpb_point_status sweep_point(sweep_run *sr, const cpb_method *m, int64_t 
     if (status < 0) status = CPB_POINT_ERROR;
     status = cpb_agree_bcast_int(status);
     cpb_progress_add(&sr->prog, dt, cached);
-    if (sr->rank != 0) return (cpb_point_status)status;
+    if (sr->rank != 0) {
+        sr->stop = cpb_agree_bcast_int(0);
+        return (cpb_point_status)status;
+    }
 
     if (status == CPB_POINT_ERROR) sr->errors++;
     keep_row(sr, &row);
@@ -121,12 +132,15 @@ static cpb_point_status sweep_point(sweep_run *sr, const cpb_method *m, int64_t 
     cpb_progress_format_row(line, sizeof line, &row, cached ? "(in --out already)" : "");
     printf("%s\n", line);
     if (row.reason[0] && !cached) printf("#   %s %lld: %s\n", row.status, (long long)row.seq_len, row.reason);
+    int stop = 0;
     if (sr->out && !cached && cpb_results_append(sr->out, &row, err, sizeof err) != CPB_OK) {
-        fprintf(stderr, "cpbench sweep: %s\n", err);
-        sr->errors++;
+        /* a row that cannot be written whole stops the sweep: the file stays as it was */
+        fprintf(stderr, "cpbench sweep: %s; stopping the sweep\n", err);
+        stop = 1;
     }
     if (now_s() - sr->last_progress >= PROGRESS_EVERY_S) print_progress(sr, left, "");
     fflush(stdout);
+    sr->stop = cpb_agree_bcast_int(stop);
     return (cpb_point_status)status;
 }
 
@@ -152,16 +166,41 @@ static void teardown(sweep_run *sr)
     cpb_runner_close(&sr->r);
 }
 
-/* rank 0: earlier rows of --out (to resume) and the file open for appending */
+/* rank 0: earlier rows of --out (to resume) and the file open for appending; every rank
+ * leaves with rank 0's outcome (0, or the exit code with the message in err) */
 static int open_out(sweep_run *sr, char *err, size_t len)
 {
-    if (!sr->a.out || sr->rank != 0) return 0;
-    if (access(sr->a.out, F_OK) == 0 &&
-        cpb_results_read(sr->a.out, &sr->prev, &sr->nprev, err, len) != CPB_OK)
-        return 2;
-    cpb_provenance prov;
-    cpb_provenance_collect(&prov, sr->c->argc, sr->c->argv, sr->c->be, sr->r.gpu, sr->r.C);
-    return cpb_results_open(sr->a.out, &prov, &sr->out, err, len) == CPB_OK ? 0 : 2;
+    if (!sr->a.out) return 0;
+    int rc = CPB_OK;
+    if (sr->rank == 0) {
+        /* a file appended to: its rows are the points already run (one --force replaces has
+         * none) */
+        rc = cpb_results_check_target(sr->a.out, 0, err, len);
+        if (rc == CPB_OK && access(sr->a.out, F_OK) == 0)
+            rc = cpb_results_read(sr->a.out, &sr->prev, &sr->nprev, err, len);
+        if (rc == CPB_ERR_INVALID && sr->a.force) rc = CPB_OK;
+        if (rc == CPB_OK) {
+            cpb_provenance prov;
+            cpb_provenance_collect(&prov, sr->c->argc, sr->c->argv, sr->c->be, sr->r.gpu, sr->r.C);
+            rc = cpb_results_open(sr->a.out, &prov, sr->a.force, &sr->out, err, len);
+        }
+    }
+    rc = cpb_agree_status(rc, err, len);
+    return rc == CPB_OK ? 0 : rc == CPB_ERR_INVALID ? 2 : 1;
+}
+
+/* The options of the sweep as a whole, before any point: the shape (H % G, an even head
+ * dim, ...) and the sizes at its longest length, which do not depend on the method. */
+static int check_shape(const sweep_run *sr, const cpb_sweep_plan *plan, char *err, size_t len)
+{
+    cpb_args a = sr->a;
+    int64_t longest = plan->stop;
+    for (int i = 0; i < plan->n_list; i++)
+        if (plan->list[i] > longest) longest = plan->list[i];
+    const int64_t C = sr->r.C;
+    a.seq = longest >= C ? longest - longest % C : C;
+    cpb_problem p;
+    return cpb_args_problem(&a, NULL, sr->r.C, &p, err, len);
 }
 
 static void print_banner(const sweep_run *sr, const cpb_method *const *ms, int nm)
@@ -176,8 +215,9 @@ static void print_banner(const sweep_run *sr, const cpb_method *const *ms, int n
         printf("\n# lengths:");
         for (int i = 0; i < a->n_seq_list; i++) printf(" %lld", (long long)a->seq_list[i]);
     } else {
-        printf("\n# lengths: %lld to %lld, x%g", (long long)a->seq_start, (long long)a->seq_stop,
-               a->factor);
+        char f[32];
+        printf("\n# lengths: %lld to %lld, x%s", (long long)a->seq_start, (long long)a->seq_stop,
+               cpb_sweep_number(a->factor, f, sizeof f));
     }
     if (a->bisect > 0) printf(", then bisect to %lld", (long long)a->bisect);
     printf("%s\n", a->isolate ? "; each trial in its own process" : "");
@@ -240,10 +280,18 @@ int cpb_cmd_sweep(const cpb_cli *c)
         goto out;
     }
     cpb_profile_iter_select(sr->a.profile_iter); /* the trial loop brackets that iteration */
+    if ((rc = cpb_cli_check_out(&sr->a, "sweep")) != 0) goto out; /* before any work */
     cpb_runner_opts ro;
-    cpb_args_runner_opts(&sr->a, c->be, sr->exe, c->argc - 1, c->argv + 1, &ro);
+    if (cpb_args_runner_opts(&sr->a, c->be, sr->exe, c->argc - 1, c->argv + 1, &ro, err, sizeof err) != CPB_OK) {
+        rc = 2;
+        goto out;
+    }
     if ((rc = cpb_runner_open(&sr->r, &ro, err, sizeof err)) != CPB_OK) {
-        rc = rc == CPB_ERR_INVALID ? 2 : 1;
+        rc = rc == CPB_ERR_INVALID || rc == CPB_ERR_UNSUPPORTED ? 2 : 1;
+        goto out;
+    }
+    if (check_shape(sr, &plan, err, sizeof err) != CPB_OK) {
+        rc = 2;
         goto out;
     }
     if ((rc = open_out(sr, err, sizeof err)) != 0) goto out;
@@ -282,7 +330,9 @@ int cpb_cmd_sweep(const cpb_cli *c)
                 left += cpb_sweep_points_left(&fresh);
             }
             cpb_sweep_report(&st, S, sweep_point(sr, m, S, left));
+            if (sr->stop) break;
         }
+        if (sr->stop) break;
         if (sr->rank == 0) {
             if (st.last_fit > 0 && st.first_oom > 0)
                 printf("# %s: largest fit %lld tokens, first OOM %lld\n", m->name,
@@ -304,7 +354,8 @@ int cpb_cmd_sweep(const cpb_cli *c)
             fflush(stdout);
         }
     }
-    if (sr->rank == 0 && c->be->has_data) {
+    if (sr->rank == 0 && sr->stop) printf("# stopped: a row could not be written to --out (above)\n");
+    if (sr->rank == 0 && c->be->has_data && !sr->stop) {
         /* every method at a point had the same inputs: their fingerprints must agree */
         int compared = 0, bad = cpb_fingerprint_compare(sr->rows, sr->nrows, stdout, &compared);
         printf("# fingerprints (y, dx, dW norms): %d point%s with several methods, %d where a method disagrees\n",
@@ -316,7 +367,7 @@ int cpb_cmd_sweep(const cpb_cli *c)
                sr->prog.run, sr->prog.done - sr->prog.run, sr->errors);
     }
     err[0] = 0; /* errors of single trials were printed with their rows */
-    rc = cpb_agree_bcast_int(sr->errors ? 1 : 0); /* rank 0 counted them */
+    rc = cpb_agree_bcast_int(sr->errors || sr->stop ? 1 : 0); /* rank 0 counted them */
 out:
     if (rc && err[0] && sr->rank == 0) fprintf(stderr, "cpbench sweep: %s\n", err);
     teardown(sr);

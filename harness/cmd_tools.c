@@ -2,11 +2,16 @@
  * cuda backend's tools (backends/cuda/tools, the backend's hooks) on the backend --backend
  * names. */
 #include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "cuda_tools.h"
 #include "ranks.h"
 #include "registry.h"
+
+/* what bench-kernels writes first in a calibration file (backends/cuda/tools/bench_kernels.c) */
+#define CALIBRATION_FIRST_LINE "# cpbench bench-kernels calibration"
 
 /* the tools are the cuda backend's: --backend names another (the cpu backend checks the
  * tools themselves, a stand-in plugin the host code) */
@@ -29,10 +34,40 @@ int cpb_cmd_selftest(const cpb_cli *c)
     return cpb_selftest(&o);
 }
 
+/* --out of bench-kernels may replace an earlier calibration file (its first line says so),
+ * a file of something else only with --force, never a FIFO, directory or device: 0 or 2,
+ * the same on every rank */
+static int check_calibration_out(const cpb_args *a)
+{
+    if (!a->out) return 0;
+    char err[1200] = "";
+    int bad = 0;
+    if (cpb_ranks_rank() == 0) {
+        struct stat st;
+        if (stat(a->out, &st) == 0 && !S_ISREG(st.st_mode)) {
+            snprintf(err, sizeof err, "--out '%s' is not a regular file; it was left untouched", a->out);
+            bad = 1;
+        } else if (stat(a->out, &st) == 0 && !a->force) {
+            char line[128] = "";
+            FILE *f = fopen(a->out, "r");
+            if (!f || !fgets(line, sizeof line, f) || strncmp(line, CALIBRATION_FIRST_LINE, strlen(CALIBRATION_FIRST_LINE)) != 0) {
+                snprintf(err, sizeof err, "--out '%s' exists and is not a calibration file of bench-kernels; it was left "
+                         "untouched. Give another file name, or --force to replace it", a->out);
+                bad = 1;
+            }
+            if (f) fclose(f);
+        }
+    }
+    bad = cpb_agree_status(bad, err, sizeof err);
+    if (bad && cpb_ranks_rank() == 0) fprintf(stderr, "cpbench bench-kernels: %s\n", err);
+    return bad ? 2 : 0;
+}
+
 int cpb_cmd_bench_kernels(const cpb_cli *c)
 {
     const cpb_backend *be = tool_backend(c, "bench-kernels");
     if (!be) return 2;
+    if (check_calibration_out(&c->a)) return 2;
     cpb_tool_opts o = {0};
     o.be = be;
     cpb_args_ctx_opts(&c->a, &o.ctx);

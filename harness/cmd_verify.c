@@ -60,6 +60,7 @@ int cpb_cli_verify(const cpb_args *a, const char *label)
     o.knobs = a->knobs;
     o.seed = a->seed;
     o.dump = a->dump;
+    o.force = a->force;
     o.expect_refuse = a->expect_refuse;
     return cpb_verify_invocation(&o, label);
 }

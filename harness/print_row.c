@@ -4,11 +4,6 @@
 
 #include <string.h>
 
-static double gib(int64_t b)
-{
-    return (double)b / 1073741824.0;
-}
-
 /* bytes in the largest binary unit that keeps the number >= 1 (tiny test problems too) */
 static const char *human(double b, char *buf, size_t n)
 {
@@ -33,8 +28,12 @@ void cpb_print_row(FILE *f, const cpb_row *row, const cpb_backend *be)
     if (row->code != CPB_OK && row->code != CPB_ERR_OOM) return;
     fprintf(f, "memory (rank %d%s):\n", row->worst_rank, row->code == CPB_ERR_OOM ? ", up to the failed allocation" : "");
     fprintf(f, "  peak          %s", human((double)row->peak_bytes, b1, sizeof b1));
-    if (row->capacity_bytes > 0)
-        fprintf(f, "  (%.1f%% of %.3f GiB)", 100.0 * row->peak_bytes / row->capacity_bytes, gib(row->capacity_bytes));
+    if (row->capacity_bytes > 0) {
+        char cap[32], *c = cap;
+        human((double)row->capacity_bytes, cap, sizeof cap);
+        while (*c == ' ') c++;
+        fprintf(f, "  (%.1f%% of %s)", 100.0 * row->peak_bytes / row->capacity_bytes, c);
+    }
     fprintf(f, "\n  forward peak  %s\n", human((double)row->fwd_peak_bytes, b1, sizeof b1));
     fprintf(f, "  backward peak %s\n", human((double)row->bwd_peak_bytes, b1, sizeof b1));
     fprintf(f, "  intermediate  %s\n", human((double)row->intermediate_bytes, b1, sizeof b1));

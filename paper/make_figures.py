@@ -106,6 +106,10 @@ def read_runs(paths):
                 for name in runs.dtype.names:
                     v = r[name]
                     d[name] = text(v) if isinstance(v, bytes) else v
+                if not d.get("status"):
+                    continue  # the trace of an append that failed part-way: not a row (results/README.md)
+                if d["status"] == "skipped":
+                    d["status"] = "refused"  # the name before schema 4
                 d["file"] = path
                 rows.append(d)
     return rows, tags
@@ -115,7 +119,7 @@ def point_key(r):
     return (r["method"], r["model"], r["backend"], r["gpu"], r["scope"], int(r["world_size"]),
             int(r["seq_len"]), int(r.get("head_chunk", 0)), int(r.get("seq_chunk", 0)),
             int(r.get("ulysses_degree", 0)), r.get("fpdt_impl", ""), r.get("framework", ""),
-            int(r.get("host_ram_bytes", 0)))
+            int(r.get("host_ram_bytes", 0)), r.get("dtype", ""), r.get("options", ""))
 
 
 def latest(rows):
@@ -128,7 +132,7 @@ def latest(rows):
 
 def groups_of(rows):
     """rows by (model, backend, gpu, world size, scope, device capacity in GiB); rows without a
-    capacity (skipped, error) join every group of their kind"""
+    capacity (refused, error) join every group of their kind"""
     g = defaultdict(list)
     loose = []
     for r in rows:

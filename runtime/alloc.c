@@ -45,6 +45,22 @@ static void trace_hash(cpb_mem_stats *m, int ev, int64_t bytes, cpb_tag tag)
     m->trace_hash = h;
 }
 
+/* bytes in the largest binary unit that keeps the number >= 1, so that a tiny capacity
+ * does not read "0.000 GiB" */
+static const char *human_bytes(int64_t b, char out[32])
+{
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    double v = (double)b;
+    int u = 0;
+    while (u < 5 && v >= 1024.0) {
+        v /= 1024.0;
+        u++;
+    }
+    if (u == 0) snprintf(out, 32, "%lld B", (long long)b);
+    else snprintf(out, 32, "%.3f %s", v, unit[u]);
+    return out;
+}
+
 static int do_alloc(cpb_ctx *ctx, cpb_buf **out, int64_t nelem, cpb_dtype dt, cpb_tag tag,
                     const char *name, int host)
 {
@@ -57,11 +73,13 @@ static int do_alloc(cpb_ctx *ctx, cpb_buf **out, int64_t nelem, cpb_dtype dt, cp
     cpb_mem_stats *m = host ? &ctx->host : &ctx->dev;
     int64_t bytes = nelem * (int64_t)cpb_dtype_size(dt);
     trace_hash(m, 1, bytes, tag);
-    if (m->capacity > 0 && m->live + bytes > m->capacity)
+    if (m->capacity > 0 && m->live + bytes > m->capacity) {
+        char b[3][32];
         return cpb_fail(ctx, host ? CPB_ERR_NOMEM_HOST : CPB_ERR_OOM,
-                        "out of %s memory allocating '%s' (%s, %.3f GiB): %.3f GiB live of a %.3f GiB capacity",
-                        host ? "pinned host" : "device", name ? name : "?", cpb_tag_name(tag),
-                        bytes / 1073741824.0, m->live / 1073741824.0, m->capacity / 1073741824.0);
+                        "out of %s memory allocating '%s' (%s, %s): %s live of a %s capacity",
+                        host ? "pinned host" : "device", name ? name : "?", cpb_tag_name(tag), human_bytes(bytes, b[0]),
+                        human_bytes(m->live, b[1]), human_bytes(m->capacity, b[2]));
+    }
     cpb_buf *b = calloc(1, sizeof *b);
     if (!b) return cpb_fail(ctx, CPB_ERR_NOMEM_HOST, "out of host memory for a buffer descriptor");
     b->nelem = nelem;

@@ -32,13 +32,16 @@ extern "C" {
 typedef enum cpb_status {
     CPB_OK = 0,
     CPB_ERR_OOM = 1,         /* tracked allocator capacity exceeded: a result, not a crash */
-    CPB_ERR_INVALID = 2,     /* bad argument / shape: a programming or user error */
+    CPB_ERR_INVALID = 2,     /* bad argument or a broken rule (an invalid view, a range left
+                                open): a programming or user error, never a refusal */
     CPB_ERR_UNSUPPORTED = 3, /* the backend or method cannot do this */
     CPB_ERR_BACKEND = 4,     /* CUDA / BLAS / driver failure */
     CPB_ERR_COMM = 5,        /* MPI / NCCL failure */
     CPB_ERR_RACE = 6,        /* stream-race check found unordered conflicting accesses */
     CPB_ERR_IO = 7,          /* file errors */
     CPB_ERR_NOMEM_HOST = 8,  /* host malloc failed or host capacity exceeded */
+    CPB_ERR_REFUSED = 9,     /* the method's check() refused the shape: a property of the method
+                                and the shape (a result, status "refused"), not a fault */
 } cpb_status;
 
 typedef struct cpb_ctx cpb_ctx;

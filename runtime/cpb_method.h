@@ -68,8 +68,9 @@ typedef struct cpb_knob {
     cpb_knob_type type;
     const char *def;      /* the value when not given: "0" (the method decides) or a choice */
     const char *choices;  /* CPB_KNOB_CHOICE: '|'-separated */
-    /* NULL, or 0 when p's value of this knob can run, else CPB_ERR_INVALID with a message
-     * that names the option (bad input: `run` exits 2, a sweep records the point skipped) */
+    /* NULL, or 0 when p's value of this knob can run, else non-zero with a message that
+     * names the option: the method refuses the option at this shape (`run` exits 2 and
+     * writes nothing, a sweep records the point refused) */
     int (*check)(const cpb_problem *p, char *why, size_t why_len);
     const char *arg, *help; /* `cpbench --help`: "U", "query heads per stage (default C)" */
     /* the command-line option when it is not --name with '-' for '_' (NULL: that) */
@@ -80,8 +81,10 @@ typedef struct cpb_knob {
 typedef struct cpb_method {
     const char *name;
     const char *summary;
-    /* 0 if the method can run p; otherwise CPB_ERR_INVALID with a reason in why that names
-     * the constraint and the offending values. */
+    /* 0 if the method can run p; otherwise non-zero with a reason in why that names the
+     * constraint and the offending values.  A pure function of p.  The driver turns any
+     * non-zero answer into CPB_ERR_REFUSED (status "refused"), the only source of that
+     * status: an error the method returns while it runs is never a refusal. */
     int (*check)(const cpb_problem *p, char *why, size_t why_len);
     /* global token segments held by `rank`, in local row order */
     int (*token_layout)(const cpb_problem *p, int rank, cpb_segs *out);

@@ -17,6 +17,7 @@ const char *cpb_status_name(int status)
     case CPB_ERR_RACE: return "race";
     case CPB_ERR_IO: return "io-error";
     case CPB_ERR_NOMEM_HOST: return "host-oom";
+    case CPB_ERR_REFUSED: return "refused";
     default: return "error";
     }
 }

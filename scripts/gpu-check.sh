@@ -85,7 +85,7 @@ step() {
   local dt=$(( $(date +%s) - s ))
   note=$(grep -E "passed|failed|FAIL|ERROR|error|TFLOP/s|refuse|cannot|no GPU|no CUDA" "$TMP/last.out" | tail -1 | cut -c1-70)
   if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then st=TIMEOUT; FAILED=1
-  elif [ $rc -le 2 ] && [ "$REFUSE_OK" = 1 ] && grep -Eq "^status: (refused|skipped)" "$TMP/last.out"; then
+  elif [ $rc -le 2 ] && [ "$REFUSE_OK" = 1 ] && grep -Eq "^status: (refused|skipped)|refuses this shape" "$TMP/last.out"; then
     st=REFUSED # the method refuses this shape: a result, not a failure
   elif [ $rc -ne 0 ]; then st=FAIL; FAILED=1
   fi
@@ -257,7 +257,7 @@ fi
 parse() { # parse FILE: status peak reserved device-used (GiB) step (ms) TFLOP/s
   [ -s "$1" ] || { echo "- - - - - -"; return; }
   awk 'function g(v, u) { return u == "B" ? v / 2^30 : u == "KiB" ? v / 2^20 : u == "MiB" ? v / 1024 : u == "TiB" ? v * 1024 : v }
-       /^status:/ { st = $2 } /^  peak / { pk = g($2, $3) } /^  reserved / { rs = g($2, $3) }
+       /^status:/ { st = $2 } /refuses this shape/ { st = "refused" } /^  peak / { pk = g($2, $3) } /^  reserved / { rs = g($2, $3) }
        /^  device used / { du = g($3, $4) } /^  step / { sp = $2 } /^  TFLOP\/s\/GPU/ { tf = $2 }
        END { printf "%s %s %s %s %s %s\n", st ? st : "-", pk != "" ? sprintf("%.2f", pk) : "-",
              rs != "" ? sprintf("%.2f", rs) : "-", du != "" ? sprintf("%.2f", du) : "-",

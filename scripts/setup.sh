@@ -11,7 +11,8 @@ here="$(cd "$(dirname "$0")" && pwd)"
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 pkgs=(cmake make gcc g++ pkg-config libopenmpi-dev openmpi-bin libhdf5-dev libcriterion-dev
-      libopenblas-dev python3-h5py python3-matplotlib python3-numpy python3-pip)
+      libopenblas-dev python3-h5py python3-matplotlib python3-numpy clang libclang-rt-dev
+      python3-pip)
 case "${1:-}" in
   "") ;;
   bundle) pkgs+=(libblas-dev libaec-dev zlib1g-dev python3-pip debootstrap binutils iproute2) ;;

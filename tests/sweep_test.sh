@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # sweep_test.sh CPBENCH WORKDIR — `cpbench sweep` end to end on the simulator (and a small
 # cpu sweep under mpirun): doubling then bisection to the step, fpdt's chunk granule, a list
-# with a refused shape (skipped rows), resuming from --out, refusal of a foreign --out file,
+# with a refused shape (refused rows), resuming from --out, refusal of a foreign --out file,
 # and the rows as h5py reads them.  Run by ctest (tests/mpi/harness.cmake).
 set -euo pipefail
 CPB=$1
@@ -49,7 +49,7 @@ n2=$($PY -c "import h5py,sys; print(len(h5py.File(sys.argv[1])['runs']))" "$W/s.
 [ "$n1" = "$n2" ] || fail "resume appended rows ($n1 -> $n2)"
 grep -q "0 run, $n1 from --out" "$W/s2.txt" || fail "resume reran points: $(tail -1 "$W/s2.txt")"
 
-# 3. a list, with a shape the method refuses: skipped rows with the reason, the sweep goes on
+# 3. a list, with a shape the method refuses: refused rows with the reason, the sweep goes on
 "$CPB" sweep --backend sim --gpus 8 --model llama3-8b --method upipe,ulysses --head-chunk 4 \
     --seq-list 256K,128K --out "$W/list.h5" > "$W/s3.txt" || fail "list sweep exited $?"
 cat "$W/s3.txt"
@@ -57,12 +57,12 @@ $PY - "$W/list.h5" <<'PYEOF'
 import sys, h5py
 r = h5py.File(sys.argv[1], "r")["runs"][:]
 up = r[r["method"] == b"upipe"]
-assert list(up["status"]) == [b"skipped", b"skipped"], up["status"]
+assert list(up["status"]) == [b"refused", b"refused"], up["status"]
 assert list(up["seq_len"]) == [131072, 262144], up["seq_len"]   # ascending
 assert all(len(x) > 0 for x in up["reason"]), up["reason"]
 ul = r[r["method"] == b"ulysses"]
 assert list(ul["status"]) == [b"ok", b"ok"], ul["status"]
-print("skipped:", up["reason"][0].decode())
+print("refused:", up["reason"][0].decode())
 PYEOF
 
 # 4. a file that is not a cpbench results file is refused and left as it was

@@ -45,3 +45,16 @@ cpb_cli_refusal(bench_kernels_sim "the sim backend models time" ${CPBENCH} bench
 cpb_cli_refusal(device_props_cpu "the cpu backend has no devices to describe" ${CPBENCH} device-props --backend cpu)
 cpb_cli_refusal(unknown_backend "unknown backend 'gpu'.*cpu, sim, cuda"
   ${CPBENCH} run --backend gpu --method ulysses --model tiny --seq 64)
+# every case of the issue's "Why" list, table-driven (tests/cli/why_cases.txt): the exit
+# code, the message, and the files left as they were
+cpb_cmd_test(cli_why_cases bash ${CMAKE_SOURCE_DIR}/tests/cli/run_cases.sh ${CPBENCH} ${MPIEXEC_EXECUTABLE}
+  ${CMAKE_CURRENT_BINARY_DIR}/cli_why_cases ${CMAKE_SOURCE_DIR}/tests/cli/why_cases.txt)
+set_tests_properties(cli_why_cases PROPERTIES TIMEOUT 900)
+# the longer scenarios of that list, a script each: a disk that fills up mid-sweep, a rank
+# stopped mid-sweep (the watchdog), an --isolate sweep killed while its trial runs
+cpb_cmd_test(cli_full_disk bash ${CMAKE_SOURCE_DIR}/tests/cli/full_disk.sh ${CPBENCH}
+  ${CMAKE_CURRENT_BINARY_DIR}/cli_full_disk)
+cpb_cmd_test(cli_stopped_rank bash ${CMAKE_SOURCE_DIR}/tests/cli/stopped_rank.sh ${CPBENCH} ${MPIEXEC_EXECUTABLE}
+  ${CMAKE_CURRENT_BINARY_DIR}/cli_stopped_rank)
+cpb_cmd_test(cli_isolate_orphan bash ${CMAKE_SOURCE_DIR}/tests/cli/isolate_orphan.sh ${CPBENCH}
+  ${CMAKE_CURRENT_BINARY_DIR}/cli_isolate_orphan)

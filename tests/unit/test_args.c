@@ -270,6 +270,12 @@ Test(args, problem_from_preset_and_overrides)
     cr_assert_eq(p.dtype, CPB_FP32);
 }
 
+static void expect_refused(int rc, const char *err, const char *must_contain)
+{
+    cr_assert_eq(rc, CPB_ERR_REFUSED, "expected a refusal mentioning %s (%s)", must_contain, err);
+    cr_assert_not_null(strstr(err, must_contain), "'%s' does not name %s", err, must_contain);
+}
+
 Test(args, problem_validation_messages)
 {
     cpb_problem p;
@@ -283,16 +289,131 @@ Test(args, problem_validation_messages)
     expect_error(PROBLEM(&p, err, NULL, 2, "--seq", "256"), err, "--model", "tiny");
     expect_error(PROBLEM(&p, err, NULL, 2, "--model", "tiny", "--seq", "256", "--rope-base", "0.5"), err, "--rope-base",
                  "greater than 1");
-    /* the knobs' checks, from the methods' tables */
-    expect_error(PROBLEM(&p, err, "fpdt", 4, "--model", "tiny", "--seq", "256", "--seq-chunk", "96"), err,
-                 "--seq-chunk", NULL);
-    expect_error(PROBLEM(&p, err, "upipe", 4, "--model", "tiny", "--seq", "256", "--head-chunk", "3"), err,
-                 "--head-chunk 3", NULL);
-    expect_error(PROBLEM(&p, err, "usp", 6, "--model", "tiny", "--seq", "240", "--ulysses-degree", "4"), err,
-                 "--ulysses-degree 4", NULL);
-    expect_error(PROBLEM(&p, err, "offload", 2, "--model", "tiny", "--seq", "256", "--offload-group", "99"), err,
-                 "--offload-group 99", NULL);
+    /* the knobs' checks, from the methods' tables: the method refuses the option at this
+     * shape (a sweep records the point refused) */
+    expect_refused(PROBLEM(&p, err, "fpdt", 4, "--model", "tiny", "--seq", "256", "--seq-chunk", "96"), err,
+                   "--seq-chunk");
+    expect_refused(PROBLEM(&p, err, "upipe", 4, "--model", "tiny", "--seq", "256", "--head-chunk", "3"), err,
+                   "--head-chunk 3");
+    expect_refused(PROBLEM(&p, err, "usp", 6, "--model", "tiny", "--seq", "240", "--ulysses-degree", "4"), err,
+                   "--ulysses-degree 4");
+    expect_refused(PROBLEM(&p, err, "offload", 2, "--model", "tiny", "--seq", "256", "--offload-group", "99"), err,
+                   "--offload-group 99");
     /* another method ignores them */
     cr_expect_eq(PROBLEM(&p, err, "ulysses", 4, "--model", "tiny", "--seq", "256", "--head-chunk", "3"), CPB_OK, "%s",
                  err);
+}
+
+/* the command's check: an option given twice, an option the command or its backend does not
+ * use, a method option no method given takes: each refused with the option's name */
+static int check(cpb_args *a, char *err, cpb_cmd_id cmd, int argc, char **argv)
+{
+    int rc = parse(a, err, argc, argv);
+    return rc != CPB_OK ? rc : cpb_args_check_command(a, cmd, err, 1024);
+}
+#define CHECK(a, err, cmd, ...)                                                                   \
+    ({                                                                                           \
+        char *argv_[] = {__VA_ARGS__};                                                           \
+        check(a, err, cmd, (int)(sizeof argv_ / sizeof argv_[0]), argv_);                         \
+    })
+
+Test(args, repeated_and_ignored_options_are_refused)
+{
+    cpb_args a;
+    char err[1024];
+    expect_error(PARSE(&a, err, "--seq", "256", "--seq", "512"), err, "--seq is given twice", NULL);
+    expect_error(PARSE(&a, err, "--isolate", "--isolate"), err, "--isolate is given twice", NULL);
+    expect_error(PARSE(&a, err, "--head-chunk", "4", "--head-chunk=8"), err, "--head-chunk is given twice", NULL);
+    expect_error(CHECK(&a, err, CPB_CMD_list, "--seq", "5"), err, "--seq", "`cpbench list` does not use");
+    expect_error(CHECK(&a, err, CPB_CMD_sweep, "--seq", "5"), err, "--seq", "verify, run");
+    expect_error(CHECK(&a, err, CPB_CMD_run, "--backend", "sim", "--seed", "3"), err, "--seed", "sim backend does not");
+    expect_error(CHECK(&a, err, CPB_CMD_run, "--backend", "cpu", "--gpu", "h200"), err, "--gpu", "cpu backend");
+    expect_error(CHECK(&a, err, CPB_CMD_run, "--backend", "cpu", "--comm", "mpi"), err, "--comm", "cuda backend");
+    expect_error(CHECK(&a, err, CPB_CMD_run, "--backend", "sim", "--timeout", "60"), err, "--timeout", NULL);
+    expect_error(CHECK(&a, err, CPB_CMD_run, "--backend", "sim", "--seq-stop", "1M"), err, "--scope model", NULL);
+    expect_error(CHECK(&a, err, CPB_CMD_run, "--force"), err, "--force", "--out or --dump");
+    expect_error(CHECK(&a, err, CPB_CMD_fingerprints, "--backend", "sim", "--results", "x.h5"), err, "--backend", NULL);
+    expect_error(CHECK(&a, err, CPB_CMD_run, "--method", "ring", "--head-chunk", "4"), err, "--head-chunk",
+                 "none of the methods given (--method ring)");
+    expect_error(CHECK(&a, err, CPB_CMD_run, "--backend", "cpu", "--host-ram", "1T"), err, "--host-ram", "sim");
+    expect_error(CHECK(&a, err, CPB_CMD_run, "--backend", "sim", "--framework", "deepspeed"), err, "--framework",
+                 "--scope model");
+    expect_error(CHECK(&a, err, CPB_CMD_run, "--warmup", "1", "--iters", "2", "--profile-iter", "3"), err,
+                 "--profile-iter 3", "0 to 2");
+    /* what each takes */
+    cr_expect_eq(CHECK(&a, err, CPB_CMD_sweep, "--method", "ring,upipe", "--head-chunk", "4", "--backend", "sim"), CPB_OK,
+                 "%s", err);
+    cr_expect_eq(CHECK(&a, err, CPB_CMD_run, "--backend", "sim", "--scope", "model", "--seq-stop", "1M", "--framework",
+                       "deepspeed"), CPB_OK, "%s", err);
+    cr_expect_eq(CHECK(&a, err, CPB_CMD_selftest, "--comm", "mpi"), CPB_OK, "the tools default to cuda: %s", err);
+    cr_expect_eq(CHECK(&a, err, CPB_CMD_verify, "--dump", "d.h5", "--force"), CPB_OK, "%s", err);
+}
+
+Test(args, numbers_are_plain_decimal_and_bounded)
+{
+    cpb_args a;
+    char err[1024];
+    expect_error(PARSE(&a, err, "--seed", " -1"), err, "--seed ' -1'", "digits only");
+    expect_error(PARSE(&a, err, "--seed", "-1"), err, "--seed", NULL);
+    expect_error(PARSE(&a, err, "--seed", "0x10"), err, "--seed", NULL);
+    expect_error(PARSE(&a, err, "--seed", "9223372036854775808"), err, "--seed", "9223372036854775807");
+    cr_assert_eq(PARSE(&a, err, "--seed", "010"), CPB_OK, "%s", err);
+    cr_expect_eq(a.seed, 10, "010 is ten, not octal");
+    expect_error(PARSE(&a, err, "--gpus", "2147483647"), err, "--gpus", "at most 65536");
+    cr_assert_eq(PARSE(&a, err, "--gpus", "64K"), CPB_OK, "%s", err);
+    cr_expect_eq(a.gpus, CPB_MAX_GPUS);
+    expect_error(PARSE(&a, err, "--gpus", "65537"), err, "--gpus", NULL);
+    expect_error(PARSE(&a, err, "--iters", "2147483647"), err, "--iters", "at most 1000000");
+    expect_error(PARSE(&a, err, "--factor", " 2"), err, "--factor", NULL);
+    expect_error(PARSE(&a, err, "--factor", "inf"), err, "--factor", NULL);
+    expect_error(PARSE(&a, err, "--timeout", "nan"), err, "--timeout", NULL);
+    expect_error(PARSE(&a, err, "--method", "ring,ring"), err, "ring is listed twice", NULL);
+}
+
+/* every product of sizes within int64: refused with the sizes named, never negative */
+Test(args, sizes_that_would_overflow_are_refused)
+{
+    cpb_problem p;
+    char err[1024];
+    expect_error(PROBLEM(&p, err, NULL, 8, "--model", "llama3-8b", "--seq", "8388608G"), err, "--seq 9007199254740992",
+                 "--seq at most");
+    for (const char *c = err; *c; c++)
+        cr_expect(!(c[0] == '-' && c[1] >= '0' && c[1] <= '9'), "no negative number in '%s'", err);
+    expect_error(PROBLEM(&p, err, NULL, 8, "--model", "llama3-8b", "--seq", "1M", "--hidden", "64T"), err, "--hidden",
+                 "2^56");
+    expect_error(PROBLEM(&p, err, NULL, 8, "--model", "llama3-8b", "--seq", "1M", "--head-dim", "200000000"), err,
+                 "--head-dim", NULL);
+    cr_expect_eq(PROBLEM(&p, err, NULL, 8, "--model", "llama3-8b", "--seq", "16G"), CPB_OK, "a long but sound length: %s",
+                 err);
+}
+
+/* what the ranks compare: the same options whatever their spelling and order */
+Test(args, canonical_text_is_the_same_for_the_same_options)
+{
+    cpb_args a, b;
+    char err[1024], ta[4096], tb[4096];
+    cr_assert_eq(PARSE(&a, err, "--seq", "128K", "--mem-cap", "40G", "--method", "ring"), CPB_OK, "%s", err);
+    cr_assert_eq(PARSE(&b, err, "--method=ring", "--mem-cap", "42949672960", "--seq", "131072"), CPB_OK, "%s", err);
+    cpb_args_canonical(&a, ta, sizeof ta);
+    cpb_args_canonical(&b, tb, sizeof tb);
+    cr_expect_str_eq(ta, tb);
+    cr_assert_eq(PARSE(&b, err, "--method=ring", "--mem-cap", "40G", "--seq", "256K"), CPB_OK, "%s", err);
+    cpb_args_canonical(&b, tb, sizeof tb);
+    cr_expect_str_neq(ta, tb);
+}
+
+/* a calibration file is in the point key by its contents; a FIFO or device is refused
+ * rather than read forever */
+Test(args, calibration_by_contents_and_never_a_fifo, .timeout = 20)
+{
+    cpb_args a;
+    char err[1024], opts[256];
+    cr_assert_eq(PARSE(&a, err, "--calibration", "/dev/zero"), CPB_OK, "%s", err);
+    cr_expect_eq(cpb_args_point_options(&a, "sim", opts, sizeof opts, err, sizeof err), CPB_ERR_INVALID);
+    cr_expect(strstr(err, "not a regular file") != NULL, "%s", err);
+    cr_assert_eq(PARSE(&a, err, "--calibration", "/etc/hostname"), CPB_OK, "%s", err);
+    cr_assert_eq(cpb_args_point_options(&a, "sim", opts, sizeof opts, err, sizeof err), CPB_OK, "%s", err);
+    cr_expect(strncmp(opts, "calibration=fnv1a64:", 20) == 0, "%s", opts);
+    cr_assert_eq(cpb_args_point_options(&a, "cpu", opts, sizeof opts, err, sizeof err), CPB_OK, "%s", err);
+    cr_expect_str_eq(opts, "", "the simulator's option is not a cpu point's");
 }

@@ -68,7 +68,7 @@ Test(knobs, a_method_gets_its_own_knobs_with_defaults)
     cr_expect_eq(p.knobs.n, general, "ring has no knobs of its own");
     /* the check is the knob's own */
     cpb_knobs_set_int(&given, "head_chunk", 3);
-    cr_expect_eq(cpb_knobs_apply(upipe, &given, &p, err, sizeof err), CPB_ERR_INVALID);
+    cr_expect_eq(cpb_knobs_apply(upipe, &given, &p, err, sizeof err), CPB_ERR_REFUSED);
     cr_expect(strstr(err, "--head-chunk 3"), "%s", err);
 }
 
@@ -113,8 +113,8 @@ Test(knobs, a_choice_knob_from_command_line_to_results_file_and_point_key)
     char path[256];
     snprintf(path, sizeof path, "%s/k.h5", dir);
     char *cmd[] = {"cpbench", "run"};
-    cr_assert_eq(cpb_results_write_row(path, 2, cmd, &cpb_backend_sim, &r1, err, sizeof err), CPB_OK, "%s", err);
-    cr_assert_eq(cpb_results_write_row(path, 2, cmd, &cpb_backend_sim, &r2, err, sizeof err), CPB_OK, "%s", err);
+    cr_assert_eq(cpb_results_write_row(path, 0, 2, cmd, &cpb_backend_sim, &r1, err, sizeof err), CPB_OK, "%s", err);
+    cr_assert_eq(cpb_results_write_row(path, 0, 2, cmd, &cpb_backend_sim, &r2, err, sizeof err), CPB_OK, "%s", err);
     cpb_row *rows = NULL;
     int64_t n = 0;
     cr_assert_eq(cpb_results_read(path, &rows, &n, err, sizeof err), CPB_OK, "%s", err);

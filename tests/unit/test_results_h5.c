@@ -73,7 +73,7 @@ static void write_rows(const char *path, int from, int to)
     prov(&p, "all");
     cpb_results *f = NULL;
     char err[1024];
-    cr_assert_eq(cpb_results_open(path, &p, &f, err, sizeof err), CPB_OK, "%s", err);
+    cr_assert_eq(cpb_results_open(path, &p, 0, &f, err, sizeof err), CPB_OK, "%s", err);
     for (int i = from; i < to; i++) {
         cpb_row r;
         fill_row(&r, i);
@@ -105,8 +105,8 @@ static void expect_refused_untouched(const char *path, const char *needle)
     prov(&p, "ring");
     cpb_results *f = NULL;
     char err[1024] = "";
-    int rc = cpb_results_open(path, &p, &f, err, sizeof err);
-    cr_expect_eq(rc, CPB_ERR_IO, "a foreign file must be refused");
+    int rc = cpb_results_open(path, &p, 0, &f, err, sizeof err);
+    cr_expect_eq(rc, CPB_ERR_INVALID, "a foreign file must be refused");
     cr_expect_null(f);
     cr_expect(strstr(err, needle) != NULL, "message '%s' should say '%s'", err, needle);
     cr_expect(strstr(err, "untouched") != NULL, "message '%s' should say untouched", err);
@@ -234,7 +234,7 @@ Test(results_h5, refuses_missing_directory)
     prov(&p, "ring");
     cpb_results *f = NULL;
     char err[1024] = "";
-    cr_expect_eq(cpb_results_open("/nonexistent-dir-cpb/x.h5", &p, &f, err, sizeof err), CPB_ERR_IO);
+    cr_expect_eq(cpb_results_open("/nonexistent-dir-cpb/x.h5", &p, 0, &f, err, sizeof err), CPB_ERR_INVALID);
     cr_expect(strstr(err, "cannot create /nonexistent-dir-cpb/x.h5") != NULL, "%s", err);
 }
 
@@ -255,7 +255,7 @@ Test(results_h5, sigkill_mid_sweep_leaves_finished_rows)
         prov(&p, "all");
         cpb_results *f = NULL;
         char err[1024];
-        if (cpb_results_open(path, &p, &f, err, sizeof err) != CPB_OK) _exit(3);
+        if (cpb_results_open(path, &p, 0, &f, err, sizeof err) != CPB_OK) _exit(3);
         for (int i = 0;; i++) { /* runs until killed */
             cpb_row r;
             fill_row(&r, i);
@@ -481,4 +481,22 @@ Test(results_h5, schema_2_files_read_and_are_not_appended_to)
     }
     free(rows);
     old_refused("results-schema2.h5", "schema version 2");
+}
+
+/* a file of schema version 3 (the cpbench before the refused status and the options
+ * column): its "skipped" rows read as refused, the options column is empty, and the file
+ * is refused for appending */
+Test(results_h5, schema_3_files_read_skipped_as_refused_and_are_not_appended_to)
+{
+    const int64_t n = 2;
+    cpb_row *rows = read_old("results-schema3.h5", n);
+    cr_expect_str_eq(rows[0].method, "upipe");
+    cr_expect_str_eq(rows[0].status, "refused", "'skipped' is what version 3 called a refusal");
+    cr_expect_eq(rows[0].code, CPB_ERR_REFUSED);
+    cr_expect_neq(rows[0].reason[0], 0, "the refusal's reason");
+    cr_expect_str_eq(rows[1].status, "ok");
+    cr_expect_eq(rows[1].code, CPB_OK);
+    cr_expect_str_eq(rows[1].options, "", "a column version 3 did not have");
+    free(rows);
+    old_refused("results-schema3.h5", "schema version 3");
 }

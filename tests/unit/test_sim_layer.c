@@ -83,9 +83,10 @@ Test(sim_profiles, calibration_file_overrides)
     cr_expect_eq(cpb_gpu_profile_calibrate(&p, "/nonexistent/calib.txt", err, sizeof err), CPB_ERR_IO);
 }
 
-/* ---- a toy method: one saved buffer, optionally sized by rank (breaks the rule) */
+/* ---- a toy method: one saved buffer, optionally sized by rank (breaks the rule), and
+ * planted bugs: a range left open, a view past the end of its buffer */
 
-static int toy_asym;
+static int toy_asym, toy_open_range, toy_bad_view;
 
 static int toy_check(const cpb_problem *p, char *why, size_t n)
 {
@@ -106,8 +107,10 @@ static int toy_forward(cpb_ctx *ctx, cpb_layer *L, void *state)
     cpb_buf *saved;
     int64_t n = L->s * L->p.D * (toy_asym ? 1 + cpb_rank(ctx) : 1);
     CPB_TRY(cpb_alloc(ctx, &saved, n, CPB_BF16, CPB_TAG_SAVED, "saved"));
-    CPB_TRY(cpb_copy(ctx, CPB_STREAM_COMPUTE, cpb_span(saved, 0, L->s * L->p.D), cpb_whole(L->x)));
+    CPB_TRY(cpb_copy(ctx, CPB_STREAM_COMPUTE, cpb_span(saved, toy_bad_view ? 1 : 0, L->s * L->p.D),
+                     cpb_whole(L->x)));
     CPB_TRY(cpb_copy(ctx, CPB_STREAM_COMPUTE, cpb_whole(L->y), cpb_whole(L->x)));
+    if (toy_open_range) CPB_TRY(cpb_range_push(ctx, "never popped"));
     *(cpb_buf **)state = saved;
     return CPB_OK;
 }
@@ -156,9 +159,33 @@ Test(sim_layer, asymmetric_allocations_are_refused_naming_the_ranks)
     cpb_row r;
     cr_assert_eq(cpb_sim_layer(&p, &toy, NULL, &r), CPB_OK);
     cr_expect_eq(r.code, CPB_ERR_INVALID);
+    cr_expect_str_eq(r.status, "error", "a broken rule is a bug of the method, never a refusal");
     cr_expect(strstr(r.reason, "symmetric") && strstr(r.reason, "rank 0") && strstr(r.reason, "rank 1"), "%s",
               r.reason);
     toy_asym = 0;
+}
+
+/* a method's bugs are errors (rerun on resume, a non-zero exit), never "refused": only the
+ * method's check() refuses */
+Test(sim_layer, method_bugs_are_errors_not_refusals)
+{
+    static const struct { int *flag; const char *what, *says; } bugs[] = {
+        {&toy_open_range, "a range left open", "open"},
+        {&toy_bad_view, "a view past its buffer", "saved"},
+    };
+    cpb_problem p = toy_problem(4, 4096);
+    cpb_row r;
+    for (size_t i = 0; i < sizeof bugs / sizeof bugs[0]; i++) {
+        *bugs[i].flag = 1;
+        cr_assert_eq(cpb_sim_layer(&p, &toy, NULL, &r), CPB_OK);
+        *bugs[i].flag = 0;
+        cr_expect_str_eq(r.status, "error", "%s: %s", bugs[i].what, r.reason);
+        cr_expect_neq(r.code, CPB_ERR_REFUSED, "%s", bugs[i].what);
+        cr_expect(strstr(r.reason, bugs[i].says) != NULL, "%s: the reason says '%s': %s", bugs[i].what, bugs[i].says,
+                  r.reason);
+    }
+    cr_assert_eq(cpb_sim_layer(&p, &toy, NULL, &r), CPB_OK);
+    cr_expect_str_eq(r.status, "ok", "without a planted bug: %s", r.reason);
 }
 
 Test(sim_layer, oom_is_a_result)
@@ -178,7 +205,8 @@ Test(sim_layer, refusal_is_a_result)
     cpb_problem p = toy_problem(3, 1000);
     cpb_row r;
     cr_assert_eq(cpb_sim_layer(&p, &toy, NULL, &r), CPB_OK);
-    cr_expect_eq(r.code, CPB_ERR_INVALID);
+    cr_expect_eq(r.code, CPB_ERR_REFUSED);
+    cr_expect_str_eq(r.status, "refused");
     cr_expect(strstr(r.reason, "multiple of C") != NULL, "%s", r.reason);
 }
 

@@ -12,7 +12,7 @@
 
 typedef struct fake {
     int64_t oom_above;   /* S > this: OOM */
-    int64_t refuse_below;/* S < this: skipped */
+    int64_t refuse_below;/* S < this: refused */
     int64_t error_at;    /* S == this: error */
     int64_t ran[128];
     int n;
@@ -23,7 +23,7 @@ static cpb_point_status fake_trial(fake *f, int64_t S)
     cr_assert_lt(f->n, 128, "sweep does not terminate");
     f->ran[f->n++] = S;
     if (S == f->error_at) return CPB_POINT_ERROR;
-    if (S < f->refuse_below) return CPB_POINT_SKIPPED;
+    if (S < f->refuse_below) return CPB_POINT_REFUSED;
     return S > f->oom_above ? CPB_POINT_OOM : CPB_POINT_OK;
 }
 
@@ -135,12 +135,12 @@ Test(sweep, list_points_are_rounded_to_the_granule)
     cr_expect_eq(f.ran[1], 960);
 }
 
-Test(sweep, skipped_points_go_on_error_stops)
+Test(sweep, refused_points_go_on_error_stops)
 {
     fake f = {.oom_above = INT64_MAX, .refuse_below = 512 * K, .error_at = 2 * M};
     cpb_sweep_plan p = grow_plan(128 * K, 8 * M, 64 * K, 16);
     cpb_sweep_state st = drive(&p, &f);
-    cr_expect_eq(f.n, 5, "128K, 256K skipped; 512K, 1M fit; 2M errors and ends the method");
+    cr_expect_eq(f.n, 5, "128K, 256K refused; 512K, 1M fit; 2M errors and ends the method");
     cr_expect_eq(st.last_fit, 1 * M);
     cr_expect_eq(st.phase, CPB_SWEEP_DONE);
 }

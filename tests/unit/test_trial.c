@@ -215,7 +215,7 @@ Test(trial, refused_shape_and_wrong_world)
     cpb_ctx *ctx = ctx1(0);
     cpb_layer L;
     p.S = 18;
-    cr_assert_eq(cpb_trial_setup(ctx, &test_method, &p, NULL, 1, &L), CPB_ERR_INVALID);
+    cr_assert_eq(cpb_trial_setup(ctx, &test_method, &p, NULL, 1, &L), CPB_ERR_REFUSED);
     cr_assert_not_null(strstr(cpb_errmsg(ctx), "S % 4"), "%s", cpb_errmsg(ctx));
     cpb_clear_error(ctx);
     p.S = 16;
