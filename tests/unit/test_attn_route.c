@@ -148,6 +148,17 @@ Test(attn_route, workspace_bound_is_the_same_for_a_zigzag_steps_two_shapes)
         cr_expect_eq(cpb_attn_cudnn_workspace_bytes(&a, bwd), cpb_attn_cudnn_workspace_bytes(&b, bwd));
     for (int t = 0; t <= CPB_ATTN_TMP_DV; t++)
         cr_expect_eq(cpb_attn_cudnn_temp_elems(&a, t), cpb_attn_cudnn_temp_elems(&b, t));
+    /* ring's blocks start at token 0 or at the chunk length c (which one differs by rank):
+     * both take the same temporaries, for an odd c too (a planted offset-only test fails) */
+    for (int64_t c = 3904; c <= 3906; c++) {
+        cpb_attn_args b0 = call(c, c, 8, 2, 128), b1 = call(c, c, 8, 2, 128);
+        b0.lse = cpb_lse_view(&blse, 2 * c, 0, 8, 0, c);
+        b1.lse = cpb_lse_view(&blse, 2 * c, 0, 8, c, c);
+        b0.accumulate = b1.accumulate = 1;
+        b0.causal = b1.causal = 0;
+        cr_expect_eq(route(&b0, 1, CPB_ATTN_CHOOSE_AUTO, 1).adapt, route(&b1, 1, CPB_ATTN_CHOOSE_AUTO, 1).adapt, "c %lld",
+                     (long long)c);
+    }
     /* and it holds what our kernels' workspace holds (the cpu backend computes in it) */
     cr_expect_geq(cpb_attn_cudnn_workspace_bytes(&a, 1), 4 * cpb_attn_bwd_workspace_elems(&a));
 }
