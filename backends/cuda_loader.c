@@ -30,16 +30,25 @@ static const struct {
     {"libcudnn.so", "cuDNN"},       {"libcudart.so", "the CUDA runtime"},
 };
 
-/* Libraries the plugin does not link but opens itself.  cuDNN: cudnn-frontend's dynamic
- * loading (NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING) dlopen()s "libcudnn.so.<major>" by its
- * soname, and a copy pre-loaded here by full path with RTLD_GLOBAL is what that call
- * returns, wherever it was found.  preload stays 0 until the plugin has cuDNN attention:
- * until then cuDNN is only located and reported. */
+/* Libraries the plugin does not link but opens itself, pre-loaded here by full path with
+ * RTLD_GLOBAL so that the plugin's dlopen by soname returns the copy found here, wherever
+ * it is (the toolkit, a pip wheel, CPB_CUDA_LIB_PATH).  cuDNN: cudnn-frontend's dynamic
+ * loading (NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING, backends/cuda/attn_cudnn.cpp) opens
+ * "libcudnn.so.9", which opens its engine libraries by soname in turn; the frontend also
+ * calls a few CUDA runtime functions through "libcudart.so.13" (CUDA graphs, memset of
+ * workspace).  Optional: what is missing only takes cuDNN attention away (reported).  Only
+ * a plugin with cuDNN attention compiled in (CPB_CUDA_PLUGIN_CUDNN_SYMBOL) gets them: the
+ * engine libraries are large, and a plugin without it never opens them. */
 static const struct {
     const char *name, *soname;
-    int preload;
+    int report; /* named on `cpbench list` */
 } opened_by_plugin[] = {
-    {"cuDNN", "libcudnn.so.9", 0},
+    {"cuDNN graph", "libcudnn_graph.so.9", 0},
+    {"cuDNN engines", "libcudnn_engines_precompiled.so.9", 0},
+    {"cuDNN runtime-compiled engines", "libcudnn_engines_runtime_compiled.so.9", 0},
+    {"cuDNN heuristics", "libcudnn_heuristic.so.9", 0},
+    {"cuDNN", "libcudnn.so.9", 1},
+    {"the shared CUDA runtime", "libcudart.so.13", 0},
 };
 
 static struct {
@@ -103,7 +112,7 @@ static int find_plugin(void)
 }
 
 /* "cuBLAS from /path, ..." for the libraries users know; cuDNN located or pre-loaded */
-static void describe_libs(void)
+static void describe_libs(int with_cudnn)
 {
     size_t o = 0;
     st.libs[0] = '\0';
@@ -116,13 +125,14 @@ static void describe_libs(void)
     for (size_t i = 0; i < sizeof opened_by_plugin / sizeof opened_by_plugin[0] && o < sizeof st.libs; i++) {
         char p[CPB_LIB_PATH_LEN];
         const char *at = cpb_lib_locate(opened_by_plugin[i].soname, &places, p, sizeof p);
-        void *h = NULL;
-        if (at && opened_by_plugin[i].preload) h = dlopen(at, RTLD_NOW | RTLD_GLOBAL);
+        void *h = at && with_cudnn ? dlopen(at, RTLD_NOW | RTLD_GLOBAL) : NULL;
+        if (!opened_by_plugin[i].report) continue;
         o += (size_t)snprintf(st.libs + o, sizeof st.libs - o, "%s%s %s %s", o ? "; " : "", opened_by_plugin[i].name,
                               h ? "from" : at ? "found at" : "not found",
-                              at ? at : "(nothing uses it yet)");
+                              at ? at : with_cudnn ? "(cuDNN attention unavailable)" : "(not used: no cuDNN attention in the plugin)");
         if (at && !h && o < sizeof st.libs)
-            o += (size_t)snprintf(st.libs + o, sizeof st.libs - o, " (not loaded: nothing uses it yet)");
+            o += (size_t)snprintf(st.libs + o, sizeof st.libs - o, " (not loaded: %s)",
+                                  with_cudnn ? dlerror() : "the plugin has no cuDNN attention");
     }
 }
 
@@ -183,7 +193,8 @@ static void load(void)
                  st.path, abi ? *abi : -1, CPB_CUDA_PLUGIN_ABI);
         return;
     }
-    describe_libs();
+    const int *dnn = (const int *)dlsym(st.handle, CPB_CUDA_PLUGIN_CUDNN_SYMBOL);
+    describe_libs(dnn && *dnn);
     st.plugin = be;
     st.be = *be;
     if (be->probe) st.be.probe = probe_with_hint;

@@ -38,6 +38,20 @@
 #define HOPPER_ATTN_BWD_EFF 0.607
 #define HOPPER_ATTN_BWD_KHALF 545.0
 
+/* Our kernels (kern_attn_tc.cuh, --attn own) [EST], until bench-kernels measures them
+ * (calibration keys attn_own_fwd_tflops, attn_own_bwd_tflops): a plain mma.sync kernel
+ * without ldmatrix, cp.async or double buffering, 16 query rows per warp, two
+ * __syncthreads per tile; reading its SASS puts the forward at 100-160 TFLOP/s on an H100
+ * (the middle, 130 TFLOP/s = 13% of peak); the backward does 8192 fp32 atomics per 64x64
+ * tile for dQ, so FlashAttention-2's backward/forward ratio (~0.7) is its best case:
+ * 90 TFLOP/s (9%).  On the A100, whose mma.sync is the native path, the same code is put
+ * at 30-45% of FlashAttention-2 (~70%/60% of peak there): 0.26 forward, 0.18 backward.
+ * The small-call shape (k_half) is taken to be cuDNN's. */
+#define HOPPER_OWN_FWD_EFF 0.13
+#define HOPPER_OWN_BWD_EFF 0.09
+#define AMPERE_OWN_FWD_EFF 0.26
+#define AMPERE_OWN_BWD_EFF 0.18
+
 /* Host side, every profile [EST]:
  * - pageable copies: the driver stages them through its own pinned buffers with a CPU
  *   memcpy, synchronously, so one copy runs at about one core's memcpy rate, ~10 GB/s on
@@ -64,6 +78,7 @@ static const cpb_gpu_profile profiles[] = {
             .gemm_tile_m = 128, .gemm_tile_n = 256, /* [EST] cuBLAS/CUTLASS Hopper bf16 tile */
             .attn_fwd_eff_max = HOPPER_ATTN_FWD_EFF, .attn_fwd_k_half = HOPPER_ATTN_FWD_KHALF,
             .attn_bwd_eff_max = HOPPER_ATTN_BWD_EFF, .attn_bwd_k_half = HOPPER_ATTN_BWD_KHALF,
+            .attn_own_fwd_eff_max = HOPPER_OWN_FWD_EFF, .attn_own_bwd_eff_max = HOPPER_OWN_BWD_EFF,
             .attn_tile_rows = 128,           /* [EST] FlashAttention-3 query block */
             .hbm_bw = 3.0e12,                /* [PN] 3.35 TB/s peak; [EST] streaming kernels reach ~90% */
             .a2a_busbw = 370e9,              /* [PN] NCCL all-to-all bus bandwidth, NVLink 4 */
@@ -93,6 +108,7 @@ static const cpb_gpu_profile profiles[] = {
             .gemm_eff_max = 0.75, .gemm_k_half = 128, .gemm_tile_m = 128, .gemm_tile_n = 256,
             .attn_fwd_eff_max = HOPPER_ATTN_FWD_EFF, .attn_fwd_k_half = HOPPER_ATTN_FWD_KHALF,
             .attn_bwd_eff_max = HOPPER_ATTN_BWD_EFF, .attn_bwd_k_half = HOPPER_ATTN_BWD_KHALF,
+            .attn_own_fwd_eff_max = HOPPER_OWN_FWD_EFF, .attn_own_bwd_eff_max = HOPPER_OWN_BWD_EFF,
             .attn_tile_rows = 128,
             .hbm_bw = 4.3e12,                /* [DS] 4.8 TB/s; [EST] ~90% achieved */
             .a2a_busbw = 370e9, .sendrecv_busbw = 370e9, .coll_busbw = 370e9, /* NVLink 4 as H100 */
@@ -118,6 +134,7 @@ static const cpb_gpu_profile profiles[] = {
             .attn_fwd_k_half = HOPPER_ATTN_FWD_KHALF, /* [EST] same tiling overhead as Hopper */
             .attn_bwd_eff_max = 0.60,        /* [EST] FlashAttention-2 backward: about 60% of peak */
             .attn_bwd_k_half = HOPPER_ATTN_BWD_KHALF,
+            .attn_own_fwd_eff_max = AMPERE_OWN_FWD_EFF, .attn_own_bwd_eff_max = AMPERE_OWN_BWD_EFF,
             .attn_tile_rows = 128,
             .hbm_bw = 1.8e12,                /* [DS] 2039 GB/s; [EST] ~90% achieved */
             .a2a_busbw = 230e9,              /* [EST] nccl-tests on DGX A100 (NVLink 3, 300 GB/s per
@@ -144,6 +161,7 @@ static const cpb_gpu_profile profiles[] = {
             .gemm_eff_max = 0.80, .gemm_k_half = 128, .gemm_tile_m = 128, .gemm_tile_n = 256,
             .attn_fwd_eff_max = 0.70, .attn_fwd_k_half = HOPPER_ATTN_FWD_KHALF,
             .attn_bwd_eff_max = 0.60, .attn_bwd_k_half = HOPPER_ATTN_BWD_KHALF,
+            .attn_own_fwd_eff_max = AMPERE_OWN_FWD_EFF, .attn_own_bwd_eff_max = AMPERE_OWN_BWD_EFF,
             .attn_tile_rows = 128,
             .hbm_bw = 1.4e12,                /* [DS] 1555 GB/s; [EST] ~90% achieved */
             .a2a_busbw = 230e9, .sendrecv_busbw = 230e9, .coll_busbw = 230e9,
@@ -155,6 +173,16 @@ static const cpb_gpu_profile profiles[] = {
         },
     },
 };
+
+void cpb_gpu_profile_attn_model(const cpb_gpu_profile *p, char *out, size_t len)
+{
+    const cpb_sim_hw *h = &p->hw;
+    snprintf(out, len,
+             "attention: cudnn %.0f/%.0f TFLOP/s fwd/bwd ceiling (cuDNN fused SDPA; Hopper: cuDNN 9.19 measured on "
+             "H200 [PN], else [EST]), own %.0f/%.0f TFLOP/s (our kernels, [EST] until calibrated)",
+             h->attn_fwd_eff_max * h->peak_flops / 1e12, h->attn_bwd_eff_max * h->peak_flops / 1e12,
+             h->attn_own_fwd_eff_max * h->peak_flops / 1e12, h->attn_own_bwd_eff_max * h->peak_flops / 1e12);
+}
 
 int cpb_gpu_profile_count(void)
 {
@@ -209,6 +237,8 @@ static int apply(cpb_gpu_profile *p, const char *key, double v)
     if (!(v > 0)) return -2;
     if (!strcmp(key, "attn_fwd_tflops")) h->attn_fwd_eff_max = v * 1e12 / h->peak_flops;
     else if (!strcmp(key, "attn_bwd_tflops")) h->attn_bwd_eff_max = v * 1e12 / h->peak_flops;
+    else if (!strcmp(key, "attn_own_fwd_tflops")) h->attn_own_fwd_eff_max = v * 1e12 / h->peak_flops;
+    else if (!strcmp(key, "attn_own_bwd_tflops")) h->attn_own_bwd_eff_max = v * 1e12 / h->peak_flops;
     else if (!strcmp(key, "attn_fwd_k_half")) h->attn_fwd_k_half = v;
     else if (!strcmp(key, "attn_bwd_k_half")) h->attn_bwd_k_half = v;
     else if (!strcmp(key, "gemm_tflops")) h->gemm_eff_max = v * 1e12 / h->peak_flops;
@@ -219,6 +249,8 @@ static int apply(cpb_gpu_profile *p, const char *key, double v)
         h->peak_flops = v * 1e12;
         h->attn_fwd_eff_max *= old / h->peak_flops;
         h->attn_bwd_eff_max *= old / h->peak_flops;
+        h->attn_own_fwd_eff_max *= old / h->peak_flops;
+        h->attn_own_bwd_eff_max *= old / h->peak_flops;
         h->gemm_eff_max *= old / h->peak_flops;
     } else if (!strcmp(key, "num_sms")) h->num_sms = (int)v;
     else if (!strcmp(key, "hbm_gbs")) h->hbm_bw = v * 1e9;

@@ -13,6 +13,10 @@
  *   attn_fwd_k_half      tokens    keys per query row at which forward reaches half its
  *                                  ceiling (the shape of the small-call penalty)
  *   attn_bwd_k_half      tokens    the same for the backward
+ *   attn_own_fwd_tflops  TFLOP/s   our attention kernels' forward (--attn own), likewise
+ *   attn_own_bwd_tflops  TFLOP/s   our kernels' backward
+ * (attn_fwd/bwd_tflops are cuDNN's fused SDPA, the default --attn; the k_half keys shape
+ * both implementations' curves)
  *   gemm_tflops          TFLOP/s   bf16 GEMM on a large call (sets gemm efficiency)
  *   gemm_k_half          elements  GEMM reduction depth at half efficiency
  *   peak_tflops          TFLOP/s   dense bf16 peak
@@ -65,6 +69,9 @@ int cpb_gpu_profile_get(const char *name, cpb_gpu_profile *out, char *err, size_
 /* Override constants from a calibration file (format above).  CPB_ERR_IO when it cannot
  * be read, CPB_ERR_INVALID for a bad line. */
 int cpb_gpu_profile_calibrate(cpb_gpu_profile *p, const char *path, char *err, size_t err_len);
+/* which attention the profile models, with its ceilings: "attention: cudnn 704/600 TFLOP/s
+ * (cuDNN 9.19 SDPA ...), own 129/89 TFLOP/s (...)" */
+void cpb_gpu_profile_attn_model(const cpb_gpu_profile *p, char *out, size_t len);
 /* device bytes a trial may use: memory minus the reserve */
 int64_t cpb_gpu_profile_usable(const cpb_gpu_profile *p);
 /* host bytes per GPU: the node's host memory shared by its GPUs */

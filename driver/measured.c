@@ -74,7 +74,14 @@ int cpb_run_measured(cpb_ctx *ctx, const cpb_problem *p, const cpb_method *m, in
      * measured iteration's */
     cpb_row best = *row;
     int64_t peak_max = -1;
+    /* cuDNN plans are built at their first call, in the warm-up: counted apart */
+    int64_t plans[3] = {0, 0, 0};
+    double plan_s[3] = {0, 0, 0};
+    if (be->attn_plan_stats) be->attn_plan_stats(&plans[0], &plan_s[0]);
+    plans[1] = plans[0];
+    plan_s[1] = plan_s[0];
     for (int it = 0; rc == CPB_OK && it < warmup + iters; it++) {
+        if (it == warmup && be->attn_plan_stats) be->attn_plan_stats(&plans[1], &plan_s[1]);
         cpb_reset_stats(ctx);
         *it_row = *row;
         /* again after the warm-up: what the libraries set up at their first use (NCCL's
@@ -104,6 +111,18 @@ int cpb_run_measured(cpb_ctx *ctx, const cpb_problem *p, const cpb_method *m, in
     }
     double traffic[2] = {row->comm_bytes, row->pcie_bytes};
     *row = best;
+    if (be->attn_plan_stats) {
+        be->attn_plan_stats(&plans[2], &plan_s[2]);
+        row->attn_plan_s = plan_s[1] - plan_s[0];
+        if (plans[2] > plans[1]) {
+            /* a plan built inside a timed step: its build time is in that step's time */
+            char note[96];
+            snprintf(note, sizeof note, "; %lld cuDNN plan(s) built in timed steps (%.3f s)",
+                     (long long)(plans[2] - plans[1]), plan_s[2] - plan_s[1]);
+            size_t n = strlen(row->attn_calls);
+            snprintf(row->attn_calls + n, sizeof row->attn_calls - n, "%s", note);
+        }
+    }
     /* the high-waters of the steps, before the fingerprint allocates anything */
     int64_t hw[2] = {row->peak_bytes, 0}; /* no caching pool: reserved = peak */
     if (be->mem_highwater && be->mem_highwater(ctx, &hw[0], &hw[1]) != CPB_OK) hw[0] = row->peak_bytes;

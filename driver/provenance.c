@@ -4,6 +4,9 @@
  * file includes none of their headers and builds without them. */
 #include "provenance.h"
 
+#include "attn_choice.h"
+#include "gpu_profiles.h"
+
 #include <hdf5.h>
 #include <stdio.h>
 #include <string.h>
@@ -75,6 +78,20 @@ static void version_strings(cpb_provenance *p, const cpb_backend *be)
     }
 }
 
+/* which attention implementations the rows' calls could run, or which the sim models */
+static void attention(cpb_provenance *p, const cpb_backend *be, const char *gpu)
+{
+    cpb_gpu_profile prof;
+    char err[256];
+    if (be && be->models_time && cpb_gpu_profile_get(gpu, &prof, err, sizeof err) == CPB_OK)
+        cpb_gpu_profile_attn_model(&prof, p->attention, sizeof p->attention);
+    else if (be && be->attn_cudnn)
+        cpb_attn_impls_line(be, p->attention, sizeof p->attention);
+    else if (be)
+        snprintf(p->attention, sizeof p->attention,
+                 "attention: %s computes our math; --attn sets which implementation's workspace is accounted", be->name);
+}
+
 void cpb_provenance_collect(cpb_provenance *p, int argc, char **argv, const cpb_backend *be,
                             const char *gpu, int gpu_count)
 {
@@ -92,4 +109,5 @@ void cpb_provenance_collect(cpb_provenance *p, int argc, char **argv, const cpb_
     p->gpu_count = gpu_count;
     snprintf(p->gpu, sizeof p->gpu, "%s", gpu ? gpu : "");
     version_strings(p, be);
+    attention(p, be, gpu);
 }

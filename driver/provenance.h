@@ -26,7 +26,9 @@ typedef struct cpb_provenance {
     char mpi_version[256];   /* MPI_Get_library_version when MPI was started, else "" */
     char cuda_version[64];   /* the backend's versions hook: "runtime 12.4, driver 12.6" */
     char nccl_version[32];   /* ... NCCL, when the backend links it */
-    char cudnn_version[32];  /* ... cuDNN, when the backend links it */
+    char cudnn_version[32];  /* ... cuDNN, when the backend loaded it */
+    char attention[384];     /* the attention implementations: the cuda backend's ("attention:
+                                cudnn (compiled in; ...), own"), or what the sim profile models */
 } cpb_provenance;
 
 /* Fill p.  be/gpu/gpu_count describe what produced the numbers (gpu may be NULL).  Never

@@ -164,7 +164,7 @@ static hid_t sessions_mem_type(void)
 #define P_S(name) insert_str(t, #name, HOFFSET(cpb_provenance, name), sizeof((cpb_provenance *)0)->name);
     P_S(command_line) P_S(git_commit) P_S(date) P_S(host) P_S(backend) P_S(gpu)
     H5Tinsert(t, "gpu_count", HOFFSET(cpb_provenance, gpu_count), H5T_NATIVE_INT);
-    P_S(hdf5_version) P_S(mpi_version) P_S(cuda_version) P_S(nccl_version) P_S(cudnn_version)
+    P_S(hdf5_version) P_S(mpi_version) P_S(cuda_version) P_S(nccl_version) P_S(cudnn_version) P_S(attention)
 #undef P_S
     return t;
 }
@@ -299,6 +299,7 @@ static int write_file_attrs(hid_t file, hid_t runs, const cpb_provenance *p)
     rc |= write_int_attr(file, "gpu_count", p->gpu_count);
     rc |= write_str_attr(file, "hdf5_version", p->hdf5_version);
     rc |= write_str_attr(file, "mpi_version", p->mpi_version);
+    rc |= write_str_attr(file, "attention", p->attention);
     rc |= write_str_attr(file, "cuda_version", p->cuda_version);
     rc |= write_str_attr(file, "nccl_version", p->nccl_version);
     rc |= write_str_attr(file, "cudnn_version", p->cudnn_version);

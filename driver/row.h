@@ -43,6 +43,9 @@ extern "C" {
     S(status, 12, "ok, oom, refused or error (files before schema 4: skipped for refused)") \
     S(reason, 1024, "why the method refused the trial or it failed (empty when ok)")         \
     S(dtype, 8, "storage dtype (bf16, fp32)")                                                \
+    S(attn_impl, 8, "attention implementation the calls ran: cudnn, own or mixed (empty: no attention call)") \
+    S(attn_calls, 192, "attention calls per class (fwd/bwd) and implementation, with why our kernels served a class") \
+    F(attn_plan_s, "seconds building cuDNN plans in the warm-up, outside the timed steps (cuda; else 0)") \
     I(world_size, "C, ranks / GPUs")                                                         \
     L(seq_len, "S, global tokens")                                                           \
     L(hidden, "D")                                                                           \

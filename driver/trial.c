@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "attn_choice.h"
 #include "ranks.h"
 #include "verify_inputs.h"
 
@@ -254,6 +255,7 @@ void cpb_trial_memory(const cpb_ctx *ctx, cpb_row *r)
     memcpy(r->host_at_peak, host->at_peak, sizeof r->host_at_peak);
     r->n_allocs = dev->n_allocs;
     r->alloc_hash = dev->trace_hash;
+    cpb_attn_row_fill(ctx, r);
 }
 
 int cpb_trial_step(cpb_ctx *ctx, const cpb_method *m, cpb_layer *L, cpb_row *r)

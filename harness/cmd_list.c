@@ -1,6 +1,8 @@
 /* cmd_list.c — `cpbench list`: methods, model presets, backends compiled in. */
 #include <stdio.h>
+#include <string.h>
 
+#include "attn_choice.h"
 #include "cli.h"
 #include "cpb_method.h"
 #include "cpb_presets.h"
@@ -59,6 +61,15 @@ int cpb_cmd_list(const cpb_cli *c)
                p->rope_base, p->notes);
     }
     printf("\nBackends:\n");
-    for (int i = 0; i < cpb_backend_count(); i++) backend_line(i);
+    const cpb_backend *cuda = NULL;
+    for (int i = 0; i < cpb_backend_count(); i++) {
+        backend_line(i);
+        char why[64];
+        if (!strcmp(cpb_backend_name_at(i), "cuda")) cuda = cpb_backend_at(i, why, sizeof why);
+    }
+    /* the implementations --attn chooses from (the cpu and sim backends model both) */
+    char line[1024];
+    cpb_attn_impls_line(cuda, line, sizeof line);
+    printf("\n%s\n", line);
     return 0;
 }

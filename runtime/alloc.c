@@ -181,6 +181,7 @@ void cpb_reset_stats(cpb_ctx *ctx)
     reset_one(&ctx->dev);
     reset_one(&ctx->host);
     ctx->n_ops = ctx->n_colls = 0;
+    memset(&ctx->attn_usage, 0, sizeof ctx->attn_usage);
     ctx->flops = ctx->comm_bytes = ctx->pcie_bytes = 0;
 }
 

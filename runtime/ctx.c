@@ -33,6 +33,7 @@ int cpb_ctx_create(const cpb_backend *be, const cpb_ctx_opts *opts, cpb_ctx **ou
     if (opts->race_check) rc = cpb_race_init(ctx);
     if (rc == CPB_OK) rc = be->init(ctx);
     if (rc == CPB_OK) rc = be->stream_create(ctx, 0, "compute");
+    ctx->attn_cudnn_present = be->attn_cudnn ? be->attn_cudnn(ctx->attn_cudnn_why, sizeof ctx->attn_cudnn_why) : 1;
     if (rc == CPB_OK) {
         cpb_group *w = calloc(1, sizeof *w);
         int *ranks = w ? malloc(sizeof(int) * (size_t)ctx->world) : NULL;
@@ -81,6 +82,13 @@ void cpb_ctx_destroy(cpb_ctx *ctx)
 void cpb_ctx_set_problem(cpb_ctx *ctx, const cpb_problem *p)
 {
     ctx->p = *p;
+    int c = cpb_attn_choice_parse(cpb_knob_str(p, "attn"));
+    ctx->attn_choice = c < 0 ? CPB_ATTN_CHOOSE_AUTO : (cpb_attn_choice)c; /* the knob's check refused others */
+}
+
+void cpb_ctx_set_attn(cpb_ctx *ctx, cpb_attn_choice c)
+{
+    ctx->attn_choice = c;
 }
 
 const cpb_problem *cpb_problem_of(const cpb_ctx *ctx)

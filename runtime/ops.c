@@ -265,33 +265,122 @@ static int attn_shapes(cpb_ctx *ctx, const cpb_attn_args *a, int bwd)
     return CPB_OK;
 }
 
+/* the implementation that serves a call (cpb_attn_route.h), counted for the row */
+static int attn_route(cpb_ctx *ctx, const cpb_attn_args *a, int bwd, cpb_attn_route *r)
+{
+    cpb_attn_route_call(a, bwd, ctx->attn_choice, ctx->attn_cudnn_present, r);
+    if (r->unavailable)
+        return cpb_fail(ctx, CPB_ERR_UNSUPPORTED, "%s: --attn cudnn, but cuDNN attention is not available here (%s); "
+                        "use --attn auto or own", ctx->opname, ctx->attn_cudnn_why[0] ? ctx->attn_cudnn_why : "no reason given");
+    cpb_attn_usage *u = &ctx->attn_usage;
+    u->calls[bwd][r->impl]++;
+    if (r->impl == CPB_ATTN_OWN && !u->own_why[bwd][0]) snprintf(u->own_why[bwd], sizeof u->own_why[bwd], "%s", r->why);
+    return CPB_OK;
+}
+
+/* cuDNN's workspace: tracked, of the declared bound (cpb_attn_cudnn_workspace_bytes) */
+static int cudnn_workspace(cpb_ctx *ctx, const cpb_attn_args *a, int bwd, cpb_buf **ws)
+{
+    int64_t bytes = cpb_attn_cudnn_workspace_bytes(a, bwd);
+    return cpb_alloc(ctx, ws, (bytes + 3) / 4, CPB_FP32, CPB_TAG_WORKSPACE, bwd ? "cudnn_bwd_ws" : "cudnn_fwd_ws");
+}
+
+/* one forward op on the backend (cuDNN's with its tracked workspace) */
+static int attn_fwd_op(cpb_ctx *ctx, int stream, const cpb_attn_args *a, cpb_attn_impl impl)
+{
+    cpb_buf *ws = NULL;
+    if (impl == CPB_ATTN_CUDNN) CPB_TRY(cudnn_workspace(ctx, a, 0, &ws));
+    cpb_op_begin(ctx, stream, "attn_fwd");
+    operand ops[] = {{"q", &a->q, 0, 0}, {"k", &a->k, 0, 0}, {"v", &a->v, 0, 0},
+                     {"o", &a->o, 1, 0}, {"lse", &a->lse, 1, 0}};
+    int rc = operands(ctx, stream, ctx->opname, ops, 5, 1);
+    if (rc == CPB_OK && ws) {
+        cpb_view wsv = cpb_whole(ws);
+        rc = cpb_race_access(ctx, stream, &wsv, 1);
+    }
+    if (rc == CPB_OK) {
+        cpb_op op = {0};
+        op.kind = CPB_OP_ATTN_FWD;
+        op.stream = stream;
+        int64_t pairs = cpb_attn_pairs(a->q.rows, a->k.rows, a->causal, a->q_pos0, a->k_pos0);
+        op.flops = 4.0 * (double)pairs * (double)a->q.dim * (double)a->q.heads;
+        op.bytes = vbytes(&a->q) + vbytes(&a->k) + vbytes(&a->v) + vbytes(&a->o) + vbytes(&a->lse);
+        op.u.attn.a = a;
+        op.u.attn.ws = ws;
+        op.u.attn.pairs = pairs;
+        op.u.attn.impl = impl;
+        rc = dispatch(ctx, &op);
+    }
+    int rc2 = cpb_free(ctx, stream, &ws);
+    return rc != CPB_OK ? rc : rc2;
+}
+
+static int attn_bwd_op(cpb_ctx *ctx, int stream, const cpb_attn_args *a, cpb_attn_impl impl);
+
+/* A call cuDNN serves through temporaries (cpb_attn_route.h, CPB_ATTN_ADAPT_*): what it
+ * cannot write or read in place is a contiguous, aligned temporary, copied (o, lse) or
+ * added (dq, dk, dv) to the caller's views.  Allocated in one order, sized with the
+ * longer of the call's two lengths, so every rank of a step allocates alike. */
+static int attn_cudnn_adapted(cpb_ctx *ctx, int stream, const cpb_attn_args *a, int bwd, int adapt)
+{
+    static const char *const names[5] = {"cudnn_o_tmp", "cudnn_lse_tmp", "cudnn_dq_tmp", "cudnn_dk_tmp", "cudnn_dv_tmp"};
+    static const int bits[5] = {CPB_ATTN_ADAPT_O, CPB_ATTN_ADAPT_LSE, CPB_ATTN_ADAPT_GRADS, CPB_ATTN_ADAPT_GRADS,
+                                CPB_ATTN_ADAPT_GRADS};
+    cpb_buf *t[5] = {NULL, NULL, NULL, NULL, NULL};
+    int rc = CPB_OK;
+    for (int i = 0; i < 5 && rc == CPB_OK; i++)
+        if (adapt & bits[i])
+            rc = cpb_alloc(ctx, &t[i], cpb_attn_cudnn_temp_elems(a, i), i == CPB_ATTN_TMP_LSE ? CPB_FP32 : CPB_BF16,
+                           CPB_TAG_WORKSPACE, names[i]);
+    cpb_attn_args b = *a;
+    const int64_t d = a->q.dim, sq = a->q.rows, sk = a->k.rows, hq = a->q.heads, hk = a->k.heads;
+    if (t[CPB_ATTN_TMP_O]) b.o = cpb_heads(t[CPB_ATTN_TMP_O], 0, sq, hq, d, hq * d, d);
+    if (t[CPB_ATTN_TMP_LSE]) {
+        b.lse = cpb_lse_view(t[CPB_ATTN_TMP_LSE], sq, 0, hq, 0, sq);
+        if (rc == CPB_OK && bwd) rc = cpb_copy(ctx, stream, b.lse, a->lse);
+    }
+    if (t[CPB_ATTN_TMP_DQ]) {
+        b.dq = cpb_heads(t[CPB_ATTN_TMP_DQ], 0, sq, hq, d, hq * d, d);
+        b.dk = cpb_heads(t[CPB_ATTN_TMP_DK], 0, sk, hk, d, hk * d, d);
+        b.dv = cpb_heads(t[CPB_ATTN_TMP_DV], 0, sk, hk, d, hk * d, d);
+        b.accumulate = 0;
+    }
+    if (rc == CPB_OK) rc = bwd ? attn_bwd_op(ctx, stream, &b, CPB_ATTN_CUDNN) : attn_fwd_op(ctx, stream, &b, CPB_ATTN_CUDNN);
+    if (rc == CPB_OK && !bwd && t[CPB_ATTN_TMP_O]) rc = cpb_copy(ctx, stream, a->o, b.o);
+    if (rc == CPB_OK && !bwd && t[CPB_ATTN_TMP_LSE]) rc = cpb_copy(ctx, stream, a->lse, b.lse);
+    if (t[CPB_ATTN_TMP_DQ]) {
+        const float beta = a->accumulate ? 1.0f : 0.0f;
+        if (rc == CPB_OK) rc = cpb_axpby(ctx, stream, 1.0f, b.dq, beta, a->dq);
+        if (rc == CPB_OK) rc = cpb_axpby(ctx, stream, 1.0f, b.dk, beta, a->dk);
+        if (rc == CPB_OK) rc = cpb_axpby(ctx, stream, 1.0f, b.dv, beta, a->dv);
+    }
+    for (int i = 4; i >= 0; i--) {
+        int rc2 = cpb_free(ctx, stream, &t[i]);
+        if (rc == CPB_OK) rc = rc2;
+    }
+    return rc;
+}
+
 int cpb_attn_fwd(cpb_ctx *ctx, int stream, const cpb_attn_args *a)
 {
     CPB_TRY(stream_ok(ctx, stream, "attn_fwd"));
     cpb_op_begin(ctx, stream, "attn_fwd");
     CPB_TRY(attn_shapes(ctx, a, 0));
-    operand ops[] = {{"q", &a->q, 0, 0}, {"k", &a->k, 0, 0}, {"v", &a->v, 0, 0},
-                     {"o", &a->o, 1, 0}, {"lse", &a->lse, 1, 0}};
-    CPB_TRY(operands(ctx, stream, ctx->opname, ops, 5, 1));
-    cpb_op op = {0};
-    op.kind = CPB_OP_ATTN_FWD;
-    op.stream = stream;
-    int64_t pairs = cpb_attn_pairs(a->q.rows, a->k.rows, a->causal, a->q_pos0, a->k_pos0);
-    op.flops = 4.0 * (double)pairs * (double)a->q.dim * (double)a->q.heads;
-    op.bytes = vbytes(&a->q) + vbytes(&a->k) + vbytes(&a->v) + vbytes(&a->o) + vbytes(&a->lse);
-    op.u.attn.a = a;
-    op.u.attn.pairs = pairs;
-    return dispatch(ctx, &op);
+    cpb_attn_route r;
+    CPB_TRY(attn_route(ctx, a, 0, &r));
+    if (r.impl == CPB_ATTN_CUDNN && r.adapt) return attn_cudnn_adapted(ctx, stream, a, 0, r.adapt);
+    return attn_fwd_op(ctx, stream, a, r.impl);
 }
 
-int cpb_attn_bwd(cpb_ctx *ctx, int stream, const cpb_attn_args *a)
+/* one backward op on the backend, with its workspace */
+static int attn_bwd_op(cpb_ctx *ctx, int stream, const cpb_attn_args *a, cpb_attn_impl impl)
 {
-    CPB_TRY(stream_ok(ctx, stream, "attn_bwd"));
-    cpb_op_begin(ctx, stream, "attn_bwd");
-    CPB_TRY(attn_shapes(ctx, a, 1));
     /* the op's workspace comes from the tracked allocator (DESIGN section 3) */
     cpb_buf *ws = NULL;
-    CPB_TRY(cpb_alloc(ctx, &ws, cpb_attn_bwd_workspace_elems(a), CPB_FP32, CPB_TAG_WORKSPACE, "attn_bwd_ws"));
+    if (impl == CPB_ATTN_CUDNN)
+        CPB_TRY(cudnn_workspace(ctx, a, 1, &ws));
+    else
+        CPB_TRY(cpb_alloc(ctx, &ws, cpb_attn_bwd_workspace_elems(a), CPB_FP32, CPB_TAG_WORKSPACE, "attn_bwd_ws"));
     cpb_op_begin(ctx, stream, "attn_bwd");
     operand ops[] = {{"q", &a->q, 0, 0},      {"k", &a->k, 0, 0},         {"v", &a->v, 0, 0},
                      {"o", &a->o, 0, 1},      {"dO", &a->d_o, 0, 0},      {"lse", &a->lse, 0, 0},
@@ -314,10 +403,22 @@ int cpb_attn_bwd(cpb_ctx *ctx, int stream, const cpb_attn_args *a)
         op.u.attn.a = a;
         op.u.attn.ws = ws;
         op.u.attn.pairs = pairs;
+        op.u.attn.impl = impl;
         rc = dispatch(ctx, &op);
     }
     int rc2 = cpb_free(ctx, stream, &ws);
     return rc != CPB_OK ? rc : rc2;
+}
+
+int cpb_attn_bwd(cpb_ctx *ctx, int stream, const cpb_attn_args *a)
+{
+    CPB_TRY(stream_ok(ctx, stream, "attn_bwd"));
+    cpb_op_begin(ctx, stream, "attn_bwd");
+    CPB_TRY(attn_shapes(ctx, a, 1));
+    cpb_attn_route r;
+    CPB_TRY(attn_route(ctx, a, 1, &r));
+    if (r.impl == CPB_ATTN_CUDNN && r.adapt) return attn_cudnn_adapted(ctx, stream, a, 1, r.adapt);
+    return attn_bwd_op(ctx, stream, a, r.impl);
 }
 
 int cpb_attn_delta(cpb_ctx *ctx, int stream, cpb_view o, cpb_view d_o, cpb_view delta)

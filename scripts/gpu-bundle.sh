@@ -89,6 +89,11 @@ printf '#include <hdf5.h>\n' | gcc -M -I"$HDF5_INC" -x c - | tr ' \\' '\n\n' | g
 cp /usr/include/$MA/cblas-netlib.h "$OUT/deps/include/cblas.h"
 cp /usr/include/$MA/cblas_mangling.h "$OUT/deps/include/"
 cp /usr/include/jansson.h /usr/include/jansson_config.h "$OUT/deps/include/"
+# cudnn-frontend's headers (scripts/setup.sh fetched them): a rebuild on the target has cuDNN attention
+if [ -f .deps/cudnn-frontend/include/cudnn_frontend.h ]; then
+  mkdir -p "$OUT/deps/include/cudnn-frontend"
+  cp -r .deps/cudnn-frontend/include/. "$OUT/deps/include/cudnn-frontend/"
+fi
 cp "$HDF5_A" "$OUT/deps/lib/libhdf5.a"
 for a in "$BLAS_A" /usr/lib/$MA/libsz.a /usr/lib/$MA/libaec.a /usr/lib/$MA/libz.a /usr/lib/$MA/libjansson.a; do
   cp "$a" "$OUT/deps/lib/"

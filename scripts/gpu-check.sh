@@ -15,7 +15,7 @@
 #    (--comm mpi): bf16 at head dim 128 (the tensor-core kernels), tiny in bf16 and fp32
 # 3. one mid-size run per method (llama3-8b, --seq S) with the memory high-waters and the
 #    layer's TFLOP/s beside the simulator's prediction of the same run, bench-kernels (a
-#    calibration file), the self-test with 4 ranks, the cuDNN attention steps once cuDNN
+#    calibration file, both attention implementations), the self-test with 4 ranks, the cuDNN attention steps when cuDNN
 #    attention exists, NCCL steps on every GPU when there are two or more
 # Every step has a timeout inside the budget (default 330 s); a step that no longer fits is
 # reported as skipped.  Exit 0 only when every step passed; 1 when one failed or was skipped
@@ -209,8 +209,8 @@ gstep "device properties (cudaDeviceProp)" 30 "${CPB[@]}" device-props
 [ "$DRY" = 0 ] && cp "$TMP/last.out" "$PROPS"
 gstep "selftest, 1 rank (incl. a copy over 2 GiB)" 120 "${CPB[@]}" selftest --backend cuda
 D128=(--model tiny --head-dim 128 --seq 1024) # H 8, G 2, d 128: the tensor-core kernels (H*d != D)
-gstep "verify all, 4 ranks on 1 GPU --comm mpi, bf16 d=128" 120 "${MPIRUN[@]}" -np 4 "${CPB[@]}" verify \
-  --backend cuda --comm mpi --method all "${D128[@]}" --dtype bf16
+gstep "verify all, 4 ranks on 1 GPU --comm mpi, bf16 d=128, --attn own" 120 "${MPIRUN[@]}" -np 4 "${CPB[@]}" verify \
+  --backend cuda --comm mpi --method all "${D128[@]}" --dtype bf16 --attn own
 gstep "verify all, 4 ranks on 1 GPU --comm mpi, bf16 tiny" 90 "${MPIRUN[@]}" -np 4 "${CPB[@]}" verify \
   --backend cuda --comm mpi --method all --model tiny --seq 256 --dtype bf16
 gstep "verify all, 4 ranks on 1 GPU --comm mpi, fp32 tiny" 90 "${MPIRUN[@]}" -np 4 "${CPB[@]}" verify \
@@ -235,13 +235,14 @@ REFUSE_OK=0
 CALIB="$LOGDIR/calibration-$(echo "${GPU:-none}" | tr ' /' '__').txt"
 gstep "bench-kernels (4K..16K)" 120 "${CPB[@]}" bench-kernels --seq-start 4096 --seq-stop 16384 --iters 2 --out "$CALIB"
 gstep "selftest, 4 ranks on 1 GPU --comm mpi" 150 "${MPIRUN[@]}" -np 4 "${CPB[@]}" selftest --backend cuda --comm mpi
-# cuDNN attention: its self-test and benchmark run once cpbench has it (cpbench list names it)
-if grep -qi "cudnn attention" "$TMP/list.txt"; then
-  gstep "selftest, cuDNN attention" 120 env CPB_CUDA_ATTN=cudnn "${CPB[@]}" selftest --backend cuda
-  gstep "bench-kernels, cuDNN attention" 90 env CPB_CUDA_ATTN=cudnn "${CPB[@]}" bench-kernels --seq-start 4096 \
-    --seq-stop 16384 --iters 2
+# cuDNN attention (when cpbench has it: `cpbench list` says "attention: cudnn (compiled in; cuDNN ...")":
+# the selftest above already compared its call classes with the cpu backend and bench-kernels
+# measured both implementations; here every method end to end on it
+if grep -q "^attention: cudnn (compiled in; cuDNN" "$TMP/list.txt"; then
+  gstep "verify all, 4 ranks on 1 GPU --comm mpi, bf16 d=128, --attn cudnn" 120 "${MPIRUN[@]}" -np 4 "${CPB[@]}" \
+    verify --backend cuda --comm mpi --method all "${D128[@]}" --dtype bf16 --attn cudnn
 else
-  na "selftest and bench-kernels, cuDNN attention" "cuDNN attention is not in this cpbench yet"
+  na "verify all, --attn cudnn" "$(grep '^attention:' "$TMP/list.txt" || echo 'no attention line in cpbench list')"
 fi
 if [ "$NGPU" -ge 2 ]; then
   gstep "selftest, $NGPU ranks, NCCL" 90 "${MPIRUN[@]}" -np "$NGPU" "${CPB[@]}" selftest --backend cuda

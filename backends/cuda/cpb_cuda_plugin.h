@@ -19,6 +19,10 @@ extern "C" {
 #define CPB_CUDA_PLUGIN_FILE "libcpb_cuda.so"
 #define CPB_CUDA_PLUGIN_ENTRY "cpb_cuda_plugin_backend"
 #define CPB_CUDA_PLUGIN_ABI_SYMBOL "cpb_cuda_plugin_abi_version"
+/* an int, 1 when cuDNN attention is compiled into the plugin: cpbench then pre-loads
+ * libcudnn (and what the frontend opens) before the plugin asks for it; 0 or absent: no
+ * cuDNN library is loaded at all (the stand-in, builds without cuDNN) */
+#define CPB_CUDA_PLUGIN_CUDNN_SYMBOL "cpb_cuda_plugin_cudnn"
 
 /* The interface version both sides were compiled with: the layout of the backend table and
  * of what it exchanges with cpbench, so a plugin from another build is refused instead of
@@ -30,6 +34,7 @@ extern "C" {
  * caller can say which two versions met. */
 const cpb_backend *cpb_cuda_plugin_backend(int abi_version);
 extern const int cpb_cuda_plugin_abi_version;
+extern const int cpb_cuda_plugin_cudnn;
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "attn_cudnn.h"
 #include "cuda_internal.h"
 
 int cuda_fail(cpb_ctx *ctx, cudaError_t e, const char *what)
@@ -63,7 +64,6 @@ static int cuda_device_info(cpb_ctx *ctx, cpb_device_info *out)
 }
 
 /* cuDNN by weak reference: recorded once a build links it */
-extern size_t cudnnGetVersion(void) __attribute__((weak));
 
 static void cuda_versions(cpb_backend_versions *out)
 {
@@ -81,10 +81,7 @@ static void cuda_versions(cpb_backend_versions *out)
     if (ncclGetVersion(&v) == ncclSuccess) /* NCCL >= 2.9: major*10000 + minor*100 + patch */
         snprintf(out->comm, sizeof out->comm, "%d.%d.%d", v / 10000, (v % 10000) / 100, v % 100);
 #endif
-    if (cudnnGetVersion) {
-        size_t c = cudnnGetVersion(); /* cuDNN 9: major*10000 + minor*100 + patch */
-        snprintf(out->dnn, sizeof out->dnn, "%zu.%zu.%zu", c / 10000, (c % 10000) / 100, c % 100);
-    }
+    cpb_cudnn_attn_version(out->dnn, sizeof out->dnn);
 }
 
 /* ---------------------------------------------------------------- init / finalize */
@@ -181,6 +178,12 @@ static int cuda_set_attn_kernels(cpb_ctx *ctx, const char *which)
     return CPB_OK;
 }
 
+/* cuDNN attention: compiled in, and its library loaded here? (attn_cudnn.h) */
+static int cuda_attn_cudnn(char *why, size_t why_len)
+{
+    return cpb_cudnn_attn_status(why, why_len);
+}
+
 static int cuda_profiler(cpb_ctx *ctx, int on)
 {
     CUDA_TRY(ctx, on ? cudaProfilerStart() : cudaProfilerStop());
@@ -202,6 +205,7 @@ static void cuda_finalize(cpb_ctx *ctx)
         for (int i = 0; i < CUDA_PROGRESS_EVENTS; i++)
             if (st->prog[s][i]) cudaEventDestroy(st->prog[s][i]);
     free(st->events);
+    cpb_cudnn_attn_shutdown();
     cuda_pinned_fini(ctx);
     cuda_mem_fini(ctx);
     for (int s = 0; s < CPB_MAX_STREAMS; s++)
@@ -333,7 +337,7 @@ static void cuda_range_pop(cpb_ctx *ctx)
 
 static const cpb_backend cuda_backend = {
     .name = "cuda",
-    .summary = "cuBLAS GEMMs, our attention kernels, NCCL (or MPI staging), one rank per GPU",
+    .summary = "cuBLAS GEMMs, cuDNN's fused attention or our kernels (--attn), NCCL (or MPI staging), one rank per GPU",
     .has_data = 1,
     .models_time = 0,
     .mpi_world = 1,
@@ -360,6 +364,8 @@ static const cpb_backend cuda_backend = {
     .mem_highwater = cuda_mem_highwater,
     .mem_highwater_reset = cuda_mem_highwater_reset,
     .set_attn_kernels = cuda_set_attn_kernels,
+    .attn_cudnn = cuda_attn_cudnn,
+    .attn_plan_stats = cpb_cudnn_attn_plan_stats,
     .profiler = cuda_profiler,
     .print_device_props = cuda_print_device_props,
 };

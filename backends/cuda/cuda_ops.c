@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "attn_cudnn.h"
 #include "cuda_copy_plan.h"
 #include "cuda_internal.h"
 #include "cuda_kernels.h"
@@ -126,8 +127,52 @@ static int head_dim_ok(cpb_ctx *ctx, const cpb_op *op, int64_t d)
     return CPB_OK;
 }
 
+/* a view as cuDNN's tensors take it */
+static cudnn_tensor dnn_tensor(const cpb_view *v)
+{
+    cudnn_tensor t = {cuda_vptr(v), v->row_stride, v->head_stride};
+    return t;
+}
+
+/* a call the front-end routed to cuDNN (cpb_attn_route.h), with its tracked workspace;
+ * cuDNN refusing it, or needing more workspace than the bound, is the op's error */
+static int run_attn_cudnn(cpb_ctx *ctx, const cpb_op *op, cudaStream_t s)
+{
+    const cpb_attn_args *a = op->u.attn.a;
+    cudnn_attn_call c;
+    memset(&c, 0, sizeof c);
+    c.bwd = op->kind == CPB_OP_ATTN_BWD;
+    c.sq = a->q.rows;
+    c.sk = a->k.rows;
+    c.hq = a->q.heads;
+    c.hk = a->k.heads;
+    c.d = a->q.dim;
+    /* the route sends causal calls only when aligned top-left or fully visible */
+    c.causal = a->causal && a->q_pos0 - a->k_pos0 < a->k.rows - 1;
+    c.scale = a->scale != 0.0f ? a->scale : (float)(1.0 / sqrt((double)a->q.dim));
+    c.q = dnn_tensor(&a->q);
+    c.k = dnn_tensor(&a->k);
+    c.v = dnn_tensor(&a->v);
+    c.o = dnn_tensor(&a->o);
+    c.lse = dnn_tensor(&a->lse);
+    if (c.bwd) {
+        c.d_o = dnn_tensor(&a->d_o);
+        c.dq = dnn_tensor(&a->dq);
+        c.dk = dnn_tensor(&a->dk);
+        c.dv = dnn_tensor(&a->dv);
+    }
+    c.ws = op->u.attn.ws ? op->u.attn.ws->ptr : NULL;
+    c.ws_bytes = op->u.attn.ws ? op->u.attn.ws->bytes : 0;
+    c.stream = (void *)s;
+    char err[1024];
+    if (cpb_cudnn_attn_run(&c, err, sizeof err) != 0)
+        return cpb_fail(ctx, CPB_ERR_BACKEND, "%s: %s", op->name, err);
+    return CPB_OK;
+}
+
 static int run_attn_fwd(cpb_ctx *ctx, const cpb_op *op, cudaStream_t s)
 {
+    if (op->u.attn.impl == CPB_ATTN_CUDNN) return run_attn_cudnn(ctx, op, s);
     CPB_TRY(head_dim_ok(ctx, op, op->u.attn.a->q.dim));
     kattn k = attn_desc(ctx, op->u.attn.a);
     return launched(ctx, op, cpbk_attn_fwd(s, &k));
@@ -135,6 +180,7 @@ static int run_attn_fwd(cpb_ctx *ctx, const cpb_op *op, cudaStream_t s)
 
 static int run_attn_bwd(cpb_ctx *ctx, const cpb_op *op, cudaStream_t s)
 {
+    if (op->u.attn.impl == CPB_ATTN_CUDNN) return run_attn_cudnn(ctx, op, s);
     const cpb_attn_args *a = op->u.attn.a;
     CPB_TRY(head_dim_ok(ctx, op, a->q.dim));
     kattn k = attn_desc(ctx, a);

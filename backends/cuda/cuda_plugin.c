@@ -4,6 +4,11 @@
 #include "cuda_internal.h"
 
 const int cpb_cuda_plugin_abi_version = CPB_CUDA_PLUGIN_ABI;
+#ifdef CPB_HAVE_CUDNN
+const int cpb_cuda_plugin_cudnn = 1;
+#else
+const int cpb_cuda_plugin_cudnn = 0;
+#endif
 
 const cpb_backend *cpb_cuda_plugin_backend(int abi_version)
 {

@@ -2,6 +2,7 @@
  * the constants come from the GPU profile, driver/gpu_profiles.c). */
 #include <math.h>
 
+#include "cpb_attn_route.h"
 #include "timeline.h"
 
 /* Fraction of the SMs kept busy when `units` equal thread blocks run in waves of num_sms:
@@ -108,6 +109,11 @@ static double lpt_schedule(int P, double row_blocks, double heads)
 
 double cpb_sim_attn_eff(const cpb_sim_hw *hw, int bwd, int64_t rows, int64_t heads, int64_t pairs)
 {
+    return cpb_sim_attn_eff_of(hw, CPB_ATTN_CUDNN, bwd, rows, heads, pairs);
+}
+
+double cpb_sim_attn_eff_of(const cpb_sim_hw *hw, int impl, int bwd, int64_t rows, int64_t heads, int64_t pairs)
+{
     if (rows <= 0 || pairs <= 0) return 1.0;
     double tr = hw->attn_tile_rows > 0 ? hw->attn_tile_rows : 128;
     double row_blocks = ceil((double)rows / tr);
@@ -120,6 +126,7 @@ double cpb_sim_attn_eff(const cpb_sim_hw *hw, int bwd, int64_t rows, int64_t hea
     double kv = (double)pairs / (double)rows;
     double k_half = bwd ? hw->attn_bwd_k_half : hw->attn_fwd_k_half;
     double emax = bwd ? hw->attn_bwd_eff_max : hw->attn_fwd_eff_max;
+    if (impl == CPB_ATTN_OWN) emax = bwd ? hw->attn_own_bwd_eff_max : hw->attn_own_fwd_eff_max;
     return emax * wave * kv / (kv + k_half);
 }
 
@@ -141,9 +148,9 @@ double cpb_sim_op_time(const cpb_sim_hw *hw, const sim_entry *e)
         return roofline(hw, e->flops, cpb_sim_gemm_eff(hw, e->w0, e->w1, e->w2, e->w3), e->bytes + fixup);
     }
     case CPB_OP_ATTN_FWD:
-        return roofline(hw, e->flops, cpb_sim_attn_eff(hw, 0, e->w0, e->w1, e->w2), e->bytes);
+        return roofline(hw, e->flops, cpb_sim_attn_eff_of(hw, e->impl, 0, e->w0, e->w1, e->w2), e->bytes);
     case CPB_OP_ATTN_BWD:
-        return roofline(hw, e->flops, cpb_sim_attn_eff(hw, 1, e->w0, e->w1, e->w2), e->bytes);
+        return roofline(hw, e->flops, cpb_sim_attn_eff_of(hw, e->impl, 1, e->w0, e->w1, e->w2), e->bytes);
     case CPB_OP_FILL:
         if (e->pcie == SIM_HOST_FILL && hw->host_fill_bw > 0) return e->bytes / hw->host_fill_bw + hw->launch;
         return roofline(hw, 0, 0, e->bytes);

@@ -165,6 +165,7 @@ static int sim_run_op(cpb_ctx *ctx, const cpb_op *op)
         e->w1 = op->u.attn.a->q.heads;
         e->w2 = op->u.attn.pairs;
         e->w3 = op->u.attn.a->q.dim;
+        e->impl = (uint8_t)op->u.attn.impl;
         break;
     default:
         break;

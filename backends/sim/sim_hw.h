@@ -19,8 +19,11 @@ typedef struct cpb_sim_hw {
     int gemm_tile_m, gemm_tile_n; /* output tile of one thread block (wave quantization) */
     /* attention: eff = eff_max * wave(rows/attn_tile_rows * heads) * kv / (kv + k_half),
      * kv = the average number of keys one query row attends in the call (pairs / rows) */
-    double attn_fwd_eff_max, attn_fwd_k_half;
+    double attn_fwd_eff_max, attn_fwd_k_half;   /* cuDNN's fused SDPA (--attn cudnn) */
     double attn_bwd_eff_max, attn_bwd_k_half;
+    /* our kernels (--attn own, and calls cuDNN does not serve): the same curve's shape with
+     * their own ceilings */
+    double attn_own_fwd_eff_max, attn_own_bwd_eff_max;
     int attn_tile_rows;      /* query rows of one thread block */
     double hbm_bw;           /* bytes/s achieved by streaming kernels (element-wise ops) */
     /* communication: bus bandwidth in the nccl-tests convention (cpb_coll.bytes_sent is

@@ -37,6 +37,7 @@ typedef struct sim_entry {
     uint8_t phase;   /* sim_phase */
     uint8_t kind;    /* cpb_op_kind or cpb_coll_kind */
     uint8_t pcie;    /* sim_pcie */
+    uint8_t impl;    /* attention: cpb_attn_impl (which curve times it) */
     int16_t stream;
     int32_t name;    /* SIM_COLL: index into the world's name table; -1 otherwise */
     int32_t ev;      /* SIM_RECORD / SIM_WAIT: event id */

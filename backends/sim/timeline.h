@@ -63,6 +63,9 @@ double cpb_sim_gemm_eff(const cpb_sim_hw *hw, int64_t m, int64_t n, int64_t k, i
 /* the split-K factor the GEMM curve assumes for an m x n x k GEMM of `batch` entries */
 double cpb_sim_gemm_splits(const cpb_sim_hw *hw, int64_t m, int64_t n, int64_t k, int64_t batch);
 double cpb_sim_attn_eff(const cpb_sim_hw *hw, int bwd, int64_t rows, int64_t heads, int64_t pairs);
+/* the same for implementation impl (cpb_attn_impl: CPB_ATTN_CUDNN, as above, or
+ * CPB_ATTN_OWN, our kernels' ceilings) */
+double cpb_sim_attn_eff_of(const cpb_sim_hw *hw, int impl, int bwd, int64_t rows, int64_t heads, int64_t pairs);
 
 #ifdef __cplusplus
 }

@@ -224,6 +224,8 @@ typedef struct bwd_bufs {
                                  writes it) before it joins the fp32 travelling sum */
     cpb_view q, d_o, lse, delta, dq;
     cpb_event dkv_arrived;    /* the last travelling-sum receive */
+    cpb_view o;               /* the merged output, when the caller has it: cuDNN's backward
+                                 derives delta from o and serves only calls that pass it */
 } bwd_bufs;
 
 static int bwd_block(cpb_ctx *ctx, const cpb_ring_cfg *cfg, const ring_geom *G, const bwd_bufs *B, cpb_buf *kv,
@@ -237,6 +239,7 @@ static int bwd_block(cpb_ctx *ctx, const cpb_ring_cfg *cfg, const ring_geom *G, 
     a.d_o = cpb_view_rows(B->d_o, qa * c, c);
     a.lse = cpb_view_rows(B->lse, qa * c, c);
     a.delta = cpb_view_rows(B->delta, qa * c, c);
+    if (B->o.buf) a.o = cpb_view_rows(B->o, qa * c, c);
     a.dq = cpb_view_rows(B->dq, qa * c, c);
     a.dk = cpb_view_rows(cpb_ring_k(cfg, B->blk), kb * c, c);
     a.dv = cpb_view_rows(cpb_ring_v(cfg, B->blk), kb * c, c);
@@ -263,6 +266,7 @@ static int bwd_step(cpb_ctx *ctx, const cpb_ring_cfg *cfg, const ring_geom *G, b
         a.d_o = B->d_o;
         a.lse = B->lse;
         a.delta = B->delta;
+        a.o = B->o;
         a.dq = B->dq;
         a.dk = cpb_ring_k(cfg, dcur);
         a.dv = cpb_ring_v(cfg, dcur);
@@ -319,7 +323,7 @@ int cpb_ring_attn_bwd(cpb_ctx *ctx, const cpb_ring_cfg *cfg, cpb_view q, cpb_buf
     /* R sends of the travelling sum (none alone): start in the buffer that makes the
      * last receive land in the caller's dkv */
     int nsend = G.R > 1 ? G.R : 0;
-    bwd_bufs B = {K, {dkv, dextra}, blk, q, d_o, lse, delta, dq, {-1}};
+    bwd_bufs B = {K, {dkv, dextra}, blk, q, d_o, lse, delta, dq, {-1}, o};
     if (nsend % 2) {
         B.dkv[0] = dextra;
         B.dkv[1] = dkv;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "cpb.h"
+#include "cpb_attn_route.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -45,8 +46,11 @@ typedef struct cpb_op {
         /* gemm.ws: the stream's tracked workspace of cpb_gemm_workspace_bytes() */
         struct { int ta, tb; float alpha, beta; cpb_view a, b, c; int64_t m, n, k, batch; cpb_buf *ws; } gemm;
         struct { cpb_view x; const cpb_segs *pos; double base; int inverse; } rope;
-        /* attn.ws: fp32 workspace of cpb_attn_bwd_workspace_elems() (bwd only) */
-        struct { const cpb_attn_args *a; cpb_buf *ws; int64_t pairs; } attn;
+        /* attn.impl: which implementation runs it (cpb_attn_route_call, decided by the
+         * front-end).  attn.ws: our kernels' backward, fp32 workspace of
+         * cpb_attn_bwd_workspace_elems(); cuDNN, its workspace of
+         * cpb_attn_cudnn_workspace_bytes() (forward and backward). */
+        struct { const cpb_attn_args *a; cpb_buf *ws; int64_t pairs; cpb_attn_impl impl; } attn;
         struct { cpb_view o, d_o, delta; } delta;
         struct { cpb_view o_acc, lse_acc, o_part, lse_part; } merge;
         struct { cpb_view dst, src; } copy;
@@ -147,8 +151,14 @@ typedef struct cpb_backend {
      * the last reset */
     int (*mem_highwater)(cpb_ctx *ctx, int64_t *reserved, int64_t *device_used);
     int (*mem_highwater_reset)(cpb_ctx *ctx);
-    /* which attention kernels run: "auto" (the fastest that applies) or "generic" */
+    /* which of our attention kernels run: "auto" (the fastest that applies) or "generic" */
     int (*set_attn_kernels)(cpb_ctx *ctx, const char *which);
+    /* cuDNN attention: 1 when the backend has it, else 0 with the reason in why ("not
+     * compiled in: ...").  NULL: the backend models it (cpu, sim: the front-end routes
+     * calls to it and accounts for its workspace; the math is the backend's own) */
+    int (*attn_cudnn)(char *why, size_t why_len);
+    /* cuDNN plans built so far by this process and the seconds spent building them */
+    void (*attn_plan_stats)(int64_t *plans, double *build_s);
     /* a profiler's capture range on (1) or off (0): cudaProfilerStart / Stop */
     int (*profiler)(cpb_ctx *ctx, int on);
     /* every property of device `dev` the driver reports, the driver and runtime versions
@@ -159,7 +169,7 @@ typedef struct cpb_backend {
 
 /* Bump when cpb_backend, cpb_op, cpb_coll, cpb_ctx or cpb_ctx_opts change layout: a
  * backend built separately (a plugin) must be built against the same. */
-#define CPB_BACKEND_ABI_VERSION 5
+#define CPB_BACKEND_ABI_VERSION 6
 
 #define CPB_MAX_GROUPS 64
 #define CPB_RANGE_LEN 512
@@ -203,13 +213,22 @@ struct cpb_ctx {
     /* counters of the current trial */
     int64_t n_ops, n_colls;
     double flops, comm_bytes, pcie_bytes;
+    /* attention: the --attn choice (set with the problem), whether the backend has cuDNN
+     * (and why not), and what the trial's calls used */
+    cpb_attn_choice attn_choice;
+    int attn_cudnn_present;
+    char attn_cudnn_why[256];
+    cpb_attn_usage attn_usage;
 };
 
 /* context life cycle (harness): a context of backend `be` */
 int cpb_ctx_create(const cpb_backend *be, const cpb_ctx_opts *opts, cpb_ctx **out, char *err,
                    size_t err_len);
 void cpb_ctx_destroy(cpb_ctx *ctx);
+/* also takes the problem's --attn choice (knob "attn"; absent: auto) */
 void cpb_ctx_set_problem(cpb_ctx *ctx, const cpb_problem *p);
+/* the --attn choice of later attention calls (tools that compare implementations) */
+void cpb_ctx_set_attn(cpb_ctx *ctx, cpb_attn_choice c);
 /* free every live buffer (device and host): after an error or at the end of a trial */
 void cpb_free_all(cpb_ctx *ctx);
 /* reset high-water marks and counters to the current live state (start of a trial) */

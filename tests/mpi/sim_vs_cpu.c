@@ -5,7 +5,11 @@
  * simulator (no data, C ranks replayed in one process).  Same schedule, same calls: the
  * device peak, the intermediate peak, the forward and backward peaks, the host peak and
  * the number of allocations must be equal (the largest over the ranks on cpu, the worst
- * rank on sim).  Exit 0 when all agree, 1 otherwise.  --quick: the first shape only. */
+ * rank on sim).  Each comparison runs twice: --attn own in fp32 and --attn cudnn in bf16
+ * (the attention implementation is an accounting input: cuDNN's workspace bound and the
+ * temporaries of its adapted calls are tracked on every backend), and the implementation
+ * the calls used must agree too.  Exit 0 when all agree, 1 otherwise (also when no
+ * comparison routed a call to cuDNN).  --quick: the first shape only. */
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
@@ -64,8 +68,10 @@ int main(int argc, char **argv)
         return 1;
     }
     const int C = cpb_world_size(ctx), rank = cpb_rank(ctx);
-    int failures = 0, compared = 0;
-    for (size_t si = 0; si < nshapes; si++) {
+    int failures = 0, compared = 0, with_cudnn = 0;
+    for (size_t si = 0; si < nshapes; si++)
+        for (int ai = 0; ai < 2; ai++) {
+        const char *attn = ai ? "cudnn" : "own";
         for (int mi = 0; mi < cpb_method_count(); mi++)
         /* fpdt has two schedules (--fpdt-impl): both are compared */
         for (int impl = 0; impl < (strcmp(cpb_method_at(mi)->name, "fpdt") == 0 ? 2 : 1); impl++) {
@@ -77,7 +83,8 @@ int main(int argc, char **argv)
             p.G = shapes[si].G;
             p.C = C;
             p.S = shapes[si].S_per_rank * C;
-            p.dtype = CPB_FP32;
+            p.dtype = ai ? CPB_BF16 : CPB_FP32; /* cuDNN serves bf16 only */
+            cpb_knobs_set_str(&p.knobs, "attn", attn);
             cpb_knobs_set_int(&p.knobs, "seq_chunk", p.S / 4); /* fpdt: four chunks */
             cpb_knobs_set_str(&p.knobs, "fpdt_impl", impl ? "pipelined" : "deepspeed");
             char why[512];
@@ -111,10 +118,16 @@ int main(int argc, char **argv)
             int ok = 1;
             for (int k = 0; k < N_STATS; k++)
                 if (sim[k] != cpu_max[k]) ok = 0;
+            if (strcmp(tr.attn_impl, sr.attn_impl) != 0) {
+                ok = 0;
+                printf("     attention: cpu ran %s (%s), sim %s (%s)\n", tr.attn_impl, tr.attn_calls, sr.attn_impl,
+                       sr.attn_calls);
+            }
+            with_cudnn += strcmp(sr.attn_impl, "cudnn") == 0 || strcmp(sr.attn_impl, "mixed") == 0;
             compared++;
-            printf("%s %-8s%s H %d G %d C %d S %lld: peak cpu %lld sim %lld, intermediate %lld/%lld, host %lld/%lld\n",
+            printf("%s %-8s%s --attn %s (%s) H %d G %d C %d S %lld: peak cpu %lld sim %lld, intermediate %lld/%lld, host %lld/%lld\n",
                    ok ? "ok  " : "FAIL", m->name,
-                   strcmp(m->name, "fpdt") ? "" : (impl ? " pipelined" : " deepspeed"), p.H, p.G, C, (long long)p.S, (long long)cpu_max[0], (long long)sim[0],
+                   strcmp(m->name, "fpdt") ? "" : (impl ? " pipelined" : " deepspeed"), attn, sr.attn_impl, p.H, p.G, C, (long long)p.S, (long long)cpu_max[0], (long long)sim[0],
                    (long long)cpu_max[1], (long long)sim[1], (long long)cpu_max[4], (long long)sim[4]);
             if (!ok) {
                 failures++;
@@ -127,7 +140,14 @@ int main(int argc, char **argv)
             }
         }
     }
-    if (rank == 0) printf("sim_vs_cpu: %d comparisons on %d ranks, %d failed\n", compared, C, failures);
+    if (rank == 0) {
+        printf("sim_vs_cpu: %d comparisons on %d ranks (%d with calls on cuDNN), %d failed\n", compared, C, with_cudnn,
+               failures);
+        if (!with_cudnn) {
+            printf("sim_vs_cpu: no comparison routed an attention call to cuDNN\n");
+            failures++;
+        }
+    }
     MPI_Bcast(&failures, 1, MPI_INT, 0, MPI_COMM_WORLD);
     cpb_ctx_destroy(ctx);
     int rc = failures || (rank == 0 && compared == 0) ? 1 : 0;

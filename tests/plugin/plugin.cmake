@@ -36,6 +36,14 @@ if(TARGET cpb_cuda)
   cpb_cmd_test(cuda_plugin_loads ${CPB_EXPECT} 0 -
     "^  cuda +compiled in. plugin .*libcpb_cuda.so loaded. .*cuBLAS from [^ ]*libcublas.so.[0-9]+.*NCCL from [^ ]*libnccl.so"
     -- env -u CPB_CUDA_PLUGIN ${CPBENCH} list)
+  # the attention implementations: cuDNN's as the build made it (compiled in, with the
+  # library found here; or why not), and ours
+  if(CPB_CUDNN_WHY STREQUAL "")
+    set(CPB_ATTN_LINE "^attention: cudnn \\(compiled in. cuDNN [0-9.]+ from [^ ]*libcudnn.so.9, cudnn-frontend [0-9.]+\\), own$")
+  else()
+    set(CPB_ATTN_LINE "^attention: cudnn \\(not compiled in: .+\\), own$")
+  endif()
+  cpb_cmd_test(cuda_plugin_attention_impls ${CPB_EXPECT} 0 - "${CPB_ATTN_LINE}" -- env -u CPB_CUDA_PLUGIN ${CPBENCH} list)
   if(NOT EXISTS /dev/nvidiactl) # a machine without a GPU (CI): the backend refuses, exit 2
     cpb_cmd_test(cuda_plugin_no_gpu ${CPB_EXPECT} 2 - "^cpbench run: cuda backend: no GPU present"
       -- env -u CPB_CUDA_PLUGIN ${CPBENCH} run --backend cuda --method ulysses --model tiny --seq 64)

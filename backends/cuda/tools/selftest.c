@@ -521,8 +521,12 @@ static void attn_check(st_t *t, const attn_case *c)
         ON_BOTH(label, cpb_attn_delta(CTX, 0, a[side].o, a[side].d_o, on(B(dlt), gl)));
         for (int side = 0; side < 2; side++) a[side].delta = on(B(dlt), gl);
     }
+    const int64_t on_cudnn0 = t->g->attn_usage.calls[1][CPB_ATTN_CUDNN];
     ON_BOTH(label, cpb_attn_bwd(CTX, 0, &a[side]));
     (void)ok_;
+    if (t->g->attn_choice == CPB_ATTN_CHOOSE_CUDNN)
+        report(t, t->g->attn_usage.calls[1][CPB_ATTN_CUDNN] > on_cudnn0, label,
+               t->g->attn_usage.calls[1][CPB_ATTN_CUDNN] > on_cudnn0 ? "ran on cuDNN" : t->g->attn_usage.own_why[1]);
     /* gradients sum many products: bf16 storage of dO/o makes them the loosest */
     double tg = c->dt == CPB_FP32 ? 2e-4 : 3e-2;
     pcompare(t, label, "bwd dq", &dq, tg);
@@ -569,6 +573,49 @@ static void check_attn(st_t *t)
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) attn_check(t, &cases[i]);
     }
     if (be->set_attn_kernels) be->set_attn_kernels(t->g, "auto");
+}
+
+/* cuDNN's fused attention against the cpu backend, for every call class the methods make
+ * (cpb_attn_route.h): causal top-left (ring's diagonal, fpdt's i == j, the full
+ * ulysses/upipe calls) and unmasked (later ring steps, fpdt's i > j), q shorter and longer
+ * than kv, GQA ratios 1, 4 and 8, d 64 and 128, bf16, lse out, the backward from o, dO and
+ * an external lse, accumulated (ring, fpdt: temporaries plus axpby), strided head views
+ * with an lse of a larger leading dimension starting at an odd token (an lse temporary).
+ * Each case must run on cuDNN (the route said so); the cpu side makes the same decision,
+ * so its workspace and temporaries are the same. */
+static void check_attn_cudnn(st_t *t)
+{
+    const attn_case cases[] = {
+        /* causal, q = kv, GQA 4, d 128 */
+        {256, 256, 8, 2, 128, 1, 0, 0, CPB_BF16, 0, 0, 0},
+        /* causal, GQA 1, d 64, odd length */
+        {197, 197, 4, 4, 64, 1, 0, 0, CPB_BF16, 0, 0, 0},
+        /* unmasked, q shorter than kv, GQA 8, d 128 */
+        {96, 320, 8, 1, 128, 0, 0, 0, CPB_BF16, 0, 0, 0},
+        /* unmasked, q longer than kv, GQA 4, d 64 */
+        {320, 96, 8, 2, 64, 0, 0, 0, CPB_BF16, 0, 0, 0},
+        /* causal with every key before every query: served unmasked (a later ring step) */
+        {128, 128, 8, 2, 128, 1, 4096, 1024, CPB_BF16, 0, 0, 0},
+        /* accumulated backward (ring, fpdt), GQA 8 */
+        {128, 128, 8, 1, 128, 1, 0, 0, CPB_BF16, 0, 0, 1},
+        /* strided head slices, lse with ld + 5 from token 2: an lse temporary; accumulated */
+        {130, 130, 4, 2, 64, 1, 0, 0, CPB_BF16, 1, 0, 1},
+        {64, 200, 8, 2, 128, 0, 0, 0, CPB_BF16, 1, 0, 0},
+    };
+    char why[512] = "";
+    const cpb_backend *be = t->g->be;
+    int st = be->attn_cudnn ? be->attn_cudnn(why, sizeof why) : 0;
+    if (st != 2) {
+        if (t->rank == 0)
+            printf("  cuDNN attention cases not run: %s\n", why[0] ? why : "the backend has no cuDNN attention");
+        return;
+    }
+    t->attn_path = "cudnn";
+    cpb_ctx_set_attn(t->g, CPB_ATTN_CHOOSE_CUDNN);
+    cpb_ctx_set_attn(t->c, CPB_ATTN_CHOOSE_CUDNN);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) attn_check(t, &cases[i]);
+    cpb_ctx_set_attn(t->g, CPB_ATTN_CHOOSE_OWN);
+    cpb_ctx_set_attn(t->c, CPB_ATTN_CHOOSE_OWN);
 }
 
 /* ---------------------------------------------------------------- streams and events */
@@ -919,7 +966,11 @@ int cpb_selftest(const cpb_tool_opts *o)
     check_gemm(&t);
     check_rope(&t);
     check_merge_delta(&t);
+    /* our kernels first (--attn own), then cuDNN's where the backend has it */
+    cpb_ctx_set_attn(t.g, CPB_ATTN_CHOOSE_OWN);
+    cpb_ctx_set_attn(t.c, CPB_ATTN_CHOOSE_OWN);
     check_attn(&t);
+    check_attn_cudnn(&t);
     check_streams(&t);
     check_memory(&t);
     check_large_copy(&t);

@@ -1,0 +1,316 @@
+/* attn_cudnn.cpp — cuDNN's fused attention through cudnn-frontend (attn_cudnn.h): the one
+ * C++ file of the cuda backend.
+ *
+ * - libcudnn is not linked: cudnn-frontend's dynamic loading calls cuDNN through
+ *   `cudnn_frontend::cudnn_dlhandle`, which we open here by soname.  cpbench's plugin
+ *   loader has already loaded the copy it found (toolkit, pip wheel, CPB_CUDA_LIB_PATH) by
+ *   full path with RTLD_GLOBAL, so this dlopen returns that copy (backends/cuda_loader.c).
+ * - A plan is built once per (direction, shape, strides, mask, scale), on its first call,
+ *   which the measured runner makes in its warm-up step; the seconds spent building are
+ *   counted apart (cpb_cudnn_attn_plan_stats) and reported beside the timed steps.
+ * - One cuDNN handle per CUDA stream, made at the stream's first call.
+ * - The workspace is the caller's (tracked, of the front-end's declared bound); a plan
+ *   that needs more fails the call with both sizes, as does any refusal by cuDNN: never a
+ *   silent fallback to another implementation.
+ * Tensors are [rows][heads][d] in our views; cuDNN's SDPA takes [batch][heads][seq][d] by
+ * dims and strides, so the same memory is described with batch 1 and the views' strides. */
+#include "attn_cudnn.h"
+
+#include <dlfcn.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <cudnn_frontend.h>
+
+namespace fe = cudnn_frontend;
+
+namespace cudnn_frontend {
+/* the frontend's dynamic loading calls cuDNN through this handle */
+void *cudnn_dlhandle = nullptr;
+}  // namespace cudnn_frontend
+
+namespace {
+
+constexpr const char *kSoname = "libcudnn.so.9";
+
+/* uids of the graphs' tensors */
+enum : int64_t { Q = 1, K, V, O, LSE, DO, DQ, DK, DV };
+
+struct State {
+    std::mutex mu;
+    int tried = 0, loaded = 0;
+    std::string why;   /* why cuDNN cannot be used (tried && !loaded) */
+    std::string where; /* the library's path */
+    std::map<void *, cudnnHandle_t> handles; /* per stream */
+    /* a plan per call class */
+    std::map<std::vector<int64_t>, std::shared_ptr<fe::graph::Graph>> plans;
+    int64_t nplans = 0;
+    double build_s = 0;
+};
+
+State &state()
+{
+    static State *s = new State; /* lives until exit: handles outlive static destruction order */
+    return *s;
+}
+
+/* open libcudnn (the copy the loader pre-loaded, else the dynamic linker's) */
+bool load(State &s)
+{
+    if (s.tried) return s.loaded;
+    s.tried = 1;
+    void *h = dlopen(kSoname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
+    if (!h) h = dlopen(kSoname, RTLD_NOW | RTLD_GLOBAL);
+    if (!h) {
+        const char *e = dlerror();
+        s.why = std::string(kSoname) + " not found (" + (e ? e : "dlopen failed") +
+                "): install cuDNN 9 (the CUDA toolkit's or pip's nvidia-cudnn-cu13) or set CPB_CUDA_LIB_PATH";
+        return false;
+    }
+    fe::cudnn_dlhandle = h;
+    size_t v = fe::detail::get_backend_version();
+    if (v < 90000) {
+        s.why = std::string(kSoname) + " reports version " + std::to_string(v) + "; cudnn-frontend's SDPA needs 9.0 or newer";
+        return false;
+    }
+    void *sym = dlsym(h, "cudnnGetVersion");
+    Dl_info info;
+    if (sym && dladdr(sym, &info) && info.dli_fname) s.where = info.dli_fname;
+    s.loaded = 1;
+    return true;
+}
+
+std::string version_of(size_t v)
+{
+    /* cuDNN 9: major*10000 + minor*100 + patch */
+    return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+}
+
+cudnnHandle_t handle_of(State &s, void *stream, std::string &err)
+{
+    auto it = s.handles.find(stream);
+    if (it != s.handles.end()) return it->second;
+    cudnnHandle_t h = nullptr;
+    if (fe::detail::create_handle(&h) != CUDNN_STATUS_SUCCESS) {
+        err = "cudnnCreate failed (no usable GPU, or a cuDNN that does not match the driver)";
+        return nullptr;
+    }
+    if (fe::detail::set_stream(h, static_cast<cudaStream_t>(stream)) != CUDNN_STATUS_SUCCESS) {
+        err = "cudnnSetStream failed";
+        fe::detail::destroy_handle(h);
+        return nullptr;
+    }
+    s.handles.emplace(stream, h);
+    return h;
+}
+
+/* [rows][heads][d] as cuDNN's [1][heads][rows][d] */
+std::shared_ptr<fe::graph::Tensor_attributes> tensor(fe::graph::Graph &g, const char *name, int64_t uid,
+                                                     int64_t rows, int64_t heads, int64_t d, const cudnn_tensor &t)
+{
+    return g.tensor(fe::graph::Tensor_attributes()
+                        .set_name(name)
+                        .set_uid(uid)
+                        .set_dim({1, heads, rows, d})
+                        .set_stride({heads * t.hs + rows * t.rs, t.hs, t.rs, 1}));
+}
+
+void as_output(const std::shared_ptr<fe::graph::Tensor_attributes> &x, const char *name, int64_t uid, int64_t rows,
+               int64_t heads, int64_t d, const cudnn_tensor &t)
+{
+    x->set_output(true)
+        .set_name(name)
+        .set_uid(uid)
+        .set_dim({1, heads, rows, d})
+        .set_stride({heads * t.hs + rows * t.rs, t.hs, t.rs, 1});
+}
+
+void lse_output(const std::shared_ptr<fe::graph::Tensor_attributes> &x, int64_t rows, int64_t heads, int64_t hs)
+{
+    x->set_output(true)
+        .set_name("lse")
+        .set_uid(LSE)
+        .set_data_type(fe::DataType_t::FLOAT)
+        .set_dim({1, heads, rows, 1})
+        .set_stride({heads * hs, hs, 1, 1});
+}
+
+std::shared_ptr<fe::graph::Graph> new_graph()
+{
+    auto g = std::make_shared<fe::graph::Graph>();
+    g->set_io_data_type(fe::DataType_t::BFLOAT16)
+        .set_intermediate_data_type(fe::DataType_t::FLOAT)
+        .set_compute_data_type(fe::DataType_t::FLOAT);
+    return g;
+}
+
+std::shared_ptr<fe::graph::Graph> forward_graph(const cudnn_attn_call &c)
+{
+    auto g = new_graph();
+    auto q = tensor(*g, "q", Q, c.sq, c.hq, c.d, c.q);
+    auto k = tensor(*g, "k", K, c.sk, c.hk, c.d, c.k);
+    auto v = tensor(*g, "v", V, c.sk, c.hk, c.d, c.v);
+    auto opts = fe::graph::SDPA_attributes().set_name("attn_fwd").set_generate_stats(true).set_attn_scale(c.scale);
+    if (c.causal) opts.set_causal_mask(true); /* top-left: query i sees keys 0..i */
+    auto [o, lse] = g->sdpa(q, k, v, opts);
+    as_output(o, "o", O, c.sq, c.hq, c.d, c.o);
+    lse_output(lse, c.sq, c.hq, c.lse.hs);
+    return g;
+}
+
+std::shared_ptr<fe::graph::Graph> backward_graph(const cudnn_attn_call &c)
+{
+    auto g = new_graph();
+    auto q = tensor(*g, "q", Q, c.sq, c.hq, c.d, c.q);
+    auto k = tensor(*g, "k", K, c.sk, c.hk, c.d, c.k);
+    auto v = tensor(*g, "v", V, c.sk, c.hk, c.d, c.v);
+    auto o = tensor(*g, "o", O, c.sq, c.hq, c.d, c.o);
+    auto d_o = tensor(*g, "dO", DO, c.sq, c.hq, c.d, c.d_o);
+    auto lse = g->tensor(fe::graph::Tensor_attributes()
+                             .set_name("lse")
+                             .set_uid(LSE)
+                             .set_data_type(fe::DataType_t::FLOAT)
+                             .set_dim({1, c.hq, c.sq, 1})
+                             .set_stride({c.hq * c.lse.hs, c.lse.hs, 1, 1}));
+    auto opts = fe::graph::SDPA_backward_attributes().set_name("attn_bwd").set_attn_scale(c.scale);
+    if (c.causal) opts.set_causal_mask(true);
+    auto [dq, dk, dv] = g->sdpa_backward(q, k, v, o, d_o, lse, opts);
+    as_output(dq, "dq", DQ, c.sq, c.hq, c.d, c.dq);
+    as_output(dk, "dk", DK, c.sk, c.hk, c.d, c.dk);
+    as_output(dv, "dv", DV, c.sk, c.hk, c.d, c.dv);
+    return g;
+}
+
+/* what makes two calls share a plan: direction, shape, every stride, mask, scale (the
+ * element type is bf16 for every call the front-end sends) */
+std::vector<int64_t> plan_key(const cudnn_attn_call &c)
+{
+    int32_t scale_bits;
+    std::memcpy(&scale_bits, &c.scale, sizeof scale_bits);
+    std::vector<int64_t> k = {c.bwd, c.sq, c.sk, c.hq, c.hk, c.d, c.causal, scale_bits, c.lse.hs};
+    const cudnn_tensor *ts[] = {&c.q, &c.k, &c.v, &c.o, &c.d_o, &c.dq, &c.dk, &c.dv};
+    int n = c.bwd ? 8 : 4;
+    for (int i = 0; i < n; i++) {
+        k.push_back(ts[i]->rs);
+        k.push_back(ts[i]->hs);
+    }
+    return k;
+}
+
+std::string failed(const char *step, fe::error_t e)
+{
+    return std::string(step) + ": " + e.get_message();
+}
+
+std::shared_ptr<fe::graph::Graph> plan_of(State &s, const cudnn_attn_call &c, cudnnHandle_t h, std::string &err)
+{
+    auto key = plan_key(c);
+    auto it = s.plans.find(key);
+    if (it != s.plans.end()) return it->second;
+    auto t0 = std::chrono::steady_clock::now();
+    std::shared_ptr<fe::graph::Graph> g;
+    try {
+        g = c.bwd ? backward_graph(c) : forward_graph(c);
+    } catch (const std::exception &x) {
+        err = std::string("describing the graph: ") + x.what();
+        return nullptr;
+    }
+    fe::error_t e = g->validate();
+    if (e.is_bad()) err = failed("validate", e);
+    if (err.empty() && (e = g->build_operation_graph(h)).is_bad()) err = failed("build_operation_graph", e);
+    if (err.empty() && (e = g->create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK})).is_bad())
+        err = failed("create_execution_plans", e);
+    if (err.empty() && (e = g->check_support(h)).is_bad()) err = failed("check_support", e);
+    if (err.empty() && (e = g->build_plans(fe::BuildPlanPolicy_t::HEURISTICS_CHOICE)).is_bad())
+        err = failed("build_plans", e);
+    s.build_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!err.empty()) return nullptr;
+    s.nplans++;
+    s.plans.emplace(key, g);
+    return g;
+}
+
+}  // namespace
+
+extern "C" int cpb_cudnn_attn_status(char *why, size_t why_len)
+{
+    State &s = state();
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (!load(s)) {
+        std::snprintf(why, why_len, "compiled in; not usable here: %s", s.why.c_str());
+        return 1;
+    }
+    std::snprintf(why, why_len, "compiled in; cuDNN %s from %s, cudnn-frontend %d.%d.%d",
+                  version_of(fe::detail::get_backend_version()).c_str(), s.where.c_str(), CUDNN_FRONTEND_MAJOR_VERSION,
+                  CUDNN_FRONTEND_MINOR_VERSION, CUDNN_FRONTEND_PATCH_VERSION);
+    return 2;
+}
+
+extern "C" void cpb_cudnn_attn_version(char *out, size_t len)
+{
+    State &s = state();
+    std::lock_guard<std::mutex> lock(s.mu);
+    std::snprintf(out, len, "%s", load(s) ? version_of(fe::detail::get_backend_version()).c_str() : "");
+}
+
+extern "C" int cpb_cudnn_attn_run(const cudnn_attn_call *c, char *err, size_t err_len)
+{
+    State &s = state();
+    std::lock_guard<std::mutex> lock(s.mu);
+    std::string e;
+    if (!load(s)) {
+        std::snprintf(err, err_len, "cuDNN attention: %s", s.why.c_str());
+        return -1;
+    }
+    cudnnHandle_t h = handle_of(s, c->stream, e);
+    std::shared_ptr<fe::graph::Graph> g = h ? plan_of(s, *c, h, e) : nullptr;
+    int64_t need = 0;
+    if (g) {
+        fe::error_t r = g->get_workspace_size(need);
+        if (r.is_bad()) e = failed("get_workspace_size", r);
+        else if (need > c->ws_bytes)
+            e = "the plan needs " + std::to_string(need) + " bytes of workspace, above the declared bound of " +
+                std::to_string(c->ws_bytes) + " (cpb_attn_cudnn_workspace_bytes): raise the bound";
+    }
+    if (g && e.empty()) {
+        std::unordered_map<int64_t, void *> pack = {{Q, c->q.p}, {K, c->k.p}, {V, c->v.p}, {O, c->o.p}, {LSE, c->lse.p}};
+        if (c->bwd) {
+            pack[DO] = c->d_o.p;
+            pack[DQ] = c->dq.p;
+            pack[DK] = c->dk.p;
+            pack[DV] = c->dv.p;
+        }
+        fe::error_t r = g->execute(h, pack, c->ws);
+        if (r.is_bad()) e = failed("execute", r);
+    }
+    if (e.empty()) return 0;
+    std::snprintf(err, err_len, "cuDNN attention %s (q %lld x %lld heads, kv %lld x %lld heads, d %lld, %s): %s",
+                  c->bwd ? "backward" : "forward", (long long)c->sq, (long long)c->hq, (long long)c->sk,
+                  (long long)c->hk, (long long)c->d, c->causal ? "causal" : "unmasked", e.c_str());
+    return -1;
+}
+
+extern "C" void cpb_cudnn_attn_plan_stats(int64_t *plans, double *build_s)
+{
+    State &s = state();
+    std::lock_guard<std::mutex> lock(s.mu);
+    *plans = s.nplans;
+    *build_s = s.build_s;
+}
+
+extern "C" void cpb_cudnn_attn_shutdown(void)
+{
+    State &s = state();
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.plans.clear();
+    for (auto &kv : s.handles) fe::detail::destroy_handle(kv.second);
+    s.handles.clear();
+}

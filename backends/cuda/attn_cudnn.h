@@ -1,0 +1,54 @@
+/* attn_cudnn.h — cuDNN's fused attention (SDPA, through cudnn-frontend), the C interface of
+ * the one C++ file that uses it (attn_cudnn.cpp), as llm.c isolates its cuDNN attention.
+ *
+ * The front-end decides which calls come here (runtime/backend/cpb_attn_route.h) and gives
+ * each one a tracked workspace of a declared bound; this file builds (once per shape,
+ * strides, mask and dtype) and runs cuDNN's plan, and fails with the reason when cuDNN
+ * refuses the call or its plan needs more workspace than the bound.  Without cuDNN at build
+ * time, attn_cudnn_absent.c provides the same functions, each saying why. */
+#ifndef CPB_ATTN_CUDNN_H
+#define CPB_ATTN_CUDNN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* a [rows][heads][d] tensor on the device: element (r, h, c) at p + r*rs + h*hs + c */
+typedef struct cudnn_tensor {
+    void *p;
+    int64_t rs, hs;
+} cudnn_tensor;
+
+/* one attention call, every tensor bf16 except lse (fp32 [heads][tokens], tokens
+ * contiguous: lse.rs is ignored, lse.hs the head stride) */
+typedef struct cudnn_attn_call {
+    int bwd;
+    int64_t sq, sk, hq, hk, d;
+    int causal;        /* top-left aligned (query i sees keys 0..i) */
+    float scale;
+    cudnn_tensor q, k, v, o, lse;
+    cudnn_tensor d_o, dq, dk, dv; /* backward */
+    void *ws;
+    int64_t ws_bytes;  /* the front-end's bound; a plan needing more is an error */
+    void *stream;      /* cudaStream_t */
+} cudnn_attn_call;
+
+/* 2: compiled in and libcudnn loaded (version and path in why); 1: compiled in but cuDNN
+ * cannot be used here (why); 0: not compiled in (why). */
+int cpb_cudnn_attn_status(char *why, size_t why_len);
+/* "9.19.0" when loaded, else "" */
+void cpb_cudnn_attn_version(char *out, size_t len);
+/* run one call: 0, or -1 with the reason in err (cuDNN's refusal, the workspace bound) */
+int cpb_cudnn_attn_run(const cudnn_attn_call *c, char *err, size_t err_len);
+/* plans built so far and the seconds spent building them */
+void cpb_cudnn_attn_plan_stats(int64_t *plans, double *build_s);
+/* handles and plans are dropped (before the device is reset or the process ends) */
+void cpb_cudnn_attn_shutdown(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

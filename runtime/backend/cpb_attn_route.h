@@ -1,0 +1,84 @@
+/* cpb_attn_route.h — which attention implementation serves a call.
+ *
+ * Two implementations exist on GPUs: cuDNN's fused SDPA (through cudnn-frontend) and our
+ * own kernels.  Which one serves a call is decided here, by one pure function of the call
+ * and the --attn choice, in the runtime front-end, before any backend sees the op.  So the
+ * cpu and sim backends make the same decision as the cuda backend, allocate the same
+ * workspace and temporaries for it, and "sim bytes == cpu bytes" holds for every --attn.
+ *
+ * What cuDNN serves directly: bf16 q, k, v, o (and dO, dq, dk, dv); head dim a multiple of 8
+ * up to 128; GQA; [rows][heads][d] views with 16-byte aligned offsets and strides; no mask,
+ * or the causal mask aligned top-left (q_pos0 == k_pos0), or a causal call in which every
+ * query sees every key; lse out; a backward from q, k, v, o, dO and an external lse.
+ * Adapted (aligned temporaries plus a copy or axpby, all in the front-end, so every backend
+ * counts them): a forward whose o is fp32 or unaligned (ring's merge accumulators), an lse
+ * view that is not 16-byte aligned, a backward that accumulates into dq, dk, dv or whose
+ * gradients are fp32 or unaligned.  Our kernels: everything else (a backward with no o,
+ * general position offsets, fp32 inputs, tensors past cuDNN's 32-bit indexing). */
+#ifndef CPB_ATTN_ROUTE_H
+#define CPB_ATTN_ROUTE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpb.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum cpb_attn_impl { CPB_ATTN_OWN = 0, CPB_ATTN_CUDNN = 1, CPB_ATTN_IMPL_COUNT } cpb_attn_impl;
+const char *cpb_attn_impl_name(cpb_attn_impl i); /* "own", "cudnn" */
+
+/* --attn: "own" (always our kernels), "cudnn" (cuDNN wherever it serves the call; an error
+ * where the backend has no cuDNN), "auto" (cuDNN wherever it serves the call and the
+ * backend has it, else ours).  The cpu and sim backends model a GPU with cuDNN. */
+typedef enum cpb_attn_choice { CPB_ATTN_CHOOSE_AUTO = 0, CPB_ATTN_CHOOSE_CUDNN, CPB_ATTN_CHOOSE_OWN } cpb_attn_choice;
+/* the choice named s ("auto", "cudnn", "own"; NULL or "" = auto); -1 when unknown */
+int cpb_attn_choice_parse(const char *s);
+
+/* what an adapted cuDNN call puts in temporaries */
+enum {
+    CPB_ATTN_ADAPT_O = 1,     /* forward o: written to a bf16 temporary, then copied */
+    CPB_ATTN_ADAPT_LSE = 2,   /* lse: a contiguous fp32 temporary (copied out, or in for a backward) */
+    CPB_ATTN_ADAPT_GRADS = 4, /* backward dq, dk, dv: bf16 temporaries, then axpby */
+};
+
+typedef struct cpb_attn_route {
+    cpb_attn_impl impl;
+    int adapt;        /* CPB_ATTN_ADAPT_* bits (cuDNN only) */
+    int unavailable;  /* --attn cudnn on a backend without cuDNN: the call is an error */
+    char why[160];    /* why our kernels serve the call (impl == own), else "" */
+} cpb_attn_route;
+
+/* The decision for one call (bwd: a backward).  cudnn_present: the backend has cuDNN
+ * attention (the cpu and sim backends say 1: they model it).  Pure: no context, no state. */
+void cpb_attn_route_call(const cpb_attn_args *a, int bwd, cpb_attn_choice choice, int cudnn_present,
+                         cpb_attn_route *out);
+
+/* Bytes of cuDNN's workspace the front-end allocates (tag workspace) for a call it routes
+ * to cuDNN: a declared bound, so the cpu and sim backends track the bytes the cuda backend
+ * uses; the cuda backend fails (status error) when a plan needs more.  Sized with
+ * L = max(sq, sk) for both lengths, so the ranks of a zigzag ring step (whose shapes are
+ * (s, s/2) on some ranks and (s/2, s) on others) allocate alike. */
+int64_t cpb_attn_cudnn_workspace_bytes(const cpb_attn_args *a, int bwd);
+/* elements of a temporary of an adapted call: o and dq bf16 [L][hq][d], dk and dv bf16
+ * [L][hk][d], lse fp32 [hq][L] (L as above) */
+enum { CPB_ATTN_TMP_O, CPB_ATTN_TMP_LSE, CPB_ATTN_TMP_DQ, CPB_ATTN_TMP_DK, CPB_ATTN_TMP_DV };
+int64_t cpb_attn_cudnn_temp_elems(const cpb_attn_args *a, int which);
+
+/* The implementations a trial's attention calls used: counts per (fwd/bwd, impl), and the
+ * first reason our kernels served a call of each class. */
+typedef struct cpb_attn_usage {
+    int64_t calls[2][CPB_ATTN_IMPL_COUNT]; /* [bwd][impl] */
+    char own_why[2][160];
+} cpb_attn_usage;
+/* "cudnn", "own", "mixed", or "" when there was no attention call */
+const char *cpb_attn_usage_impl(const cpb_attn_usage *u);
+/* "fwd cudnn 12, bwd own 12 (no o: ...)" */
+void cpb_attn_usage_describe(const cpb_attn_usage *u, char *out, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
