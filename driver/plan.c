@@ -137,7 +137,9 @@ static int searched_knobs(const cpb_plan_opts *o, const cpb_method *m, const cpb
             for (const char *c = k->choices ? k->choices : ""; *c && v->n < MAX_VALUES;) {
                 const char *bar = strchr(c, '|');
                 size_t len = bar ? (size_t)(bar - c) : strlen(c);
-                if (len < CPB_KNOB_LEN) {
+                /* "auto" lets the backend pick one of the other choices call by call (--attn):
+                 * searching those covers it, and a duplicate row would only crowd the table */
+                if (len < CPB_KNOB_LEN && !(len == 4 && strncmp(c, "auto", 4) == 0)) {
                     memcpy(v->s[v->n], c, len);
                     v->s[v->n++][len] = 0;
                 }

@@ -93,12 +93,12 @@ void cpb_attn_route_call(const cpb_attn_args *a, int bwd, cpb_attn_choice choice
         }
     /* what cuDNN cannot write (or read) in place goes through aligned temporaries */
     if (!bwd && tensor_problem(&a->o)) r->adapt |= CPB_ATTN_ADAPT_O;
-    /* the token count too, not the offset alone: ring's blocks start at token 0 or at the
-     * chunk length c, and which of the two a rank computes differs by rank, so an offset
-     * test alone would give the ranks different temporaries; with c % 4 == 0 both are
-     * aligned, otherwise every block takes the temporary */
-    if (a->lse.row_stride != 1 || a->lse.off % 4 || sq % 4 || (a->lse.heads > 1 && a->lse.head_stride % 4))
-        r->adapt |= CPB_ATTN_ADAPT_LSE;
+    /* lse always goes through a contiguous temporary: cuDNN wants its stats 16-byte aligned,
+     * and whether a view is depends on its row offset, which differs by rank (zigzag ring
+     * steps give some ranks the second half of q): adapting only the misaligned ones would
+     * make ranks allocate differently (the symmetric-allocation rule, DESIGN section 3).
+     * The temporary is [L][hq] fp32, a copy out (or in, for a backward) per call. */
+    r->adapt |= CPB_ATTN_ADAPT_LSE;
     if (bwd) {
         const cpb_view *g[] = {&a->dq, &a->dk, &a->dv};
         int grads = a->accumulate;

@@ -264,6 +264,22 @@ int cpb_a2a_unpack(cpb_ctx *ctx, int st, const cpb_a2a_map *m, int64_t rows, int
     return CPB_OK;
 }
 
+int cpb_a2a_pack(cpb_ctx *ctx, int st, const cpb_a2a_map *m, int64_t rows, int d,
+                 cpb_buf *src, int src_heads, cpb_buf *packed)
+{
+    blocks b = blocks_of(m);
+    if (b.regular && b.rep == 1)
+        return cpb_copy(ctx, st, block_packed(&b, packed, rows, d, 0), block_cols(&b, src, rows, src_heads, d));
+    piece ps[CPB_MAX_HEADS];
+    for (int j = 0; j < m->C; j++) {
+        int np = pieces_of(m, j, ps);
+        for (int i = 0; i < np; i++)
+            CPB_TRY(cpb_copy(ctx, st, packed_piece(m, packed, rows, d, j, &ps[i]),
+                             cols_piece(src, rows, src_heads, d, &ps[i])));
+    }
+    return CPB_OK;
+}
+
 /* ---------------------------------------------------------------- backward pieces */
 
 int cpb_a2a_needs_gather(const cpb_a2a_map *m)

@@ -66,6 +66,11 @@ int cpb_a2a_project(cpb_ctx *ctx, int st, const cpb_a2a_map *m, const cpb_a2a_se
 int cpb_a2a_exchange(cpb_ctx *ctx, int st, const cpb_a2a_map *m, int64_t rows, int d,
                      cpb_buf *send, cpb_buf *recv);
 
+/* chunk j <- the heads of chunk j of src [rows][src_heads][d] (a seq-layout tensor): the
+ * inverse of cpb_a2a_unpack, for a saved tensor that travels seq->head as it is */
+int cpb_a2a_pack(cpb_ctx *ctx, int st, const cpb_a2a_map *m, int64_t rows, int d,
+                 cpb_buf *src, int src_heads, cpb_buf *packed);
+
 /* dst [rows][dst_heads][d] (a seq-layout tensor), heads of chunk j <- chunk j */
 int cpb_a2a_unpack(cpb_ctx *ctx, int st, const cpb_a2a_map *m, int64_t rows, int d,
                    cpb_buf *packed, cpb_buf *dst, int dst_heads);

@@ -1,6 +1,10 @@
 /* upipe_bwd.c — UPipe backward, stage by stage: dO of the stage's heads only (dy times
- * the stage's rows of Wo), delta = rowsum(dO * o) computed before the exchange so o never
- * travels, q recomputed (k, v at a kv change), attention backward with dk, dv accumulated
+ * the stage's rows of Wo) and the stage's o exchanged seq->head as the reference does (it
+ * passes `out` to its attention backward, and so can cuDNN's, which derives delta from o);
+ * or, with --upipe-bwd delta, delta = rowsum(dO * o) computed before the exchange so o
+ * never travels (a quarter of a bf16 o's bytes at d = 128 with fp32 delta: less memory,
+ * but only our kernels take a backward without o), q recomputed (k, v at a kv change),
+ * attention backward with dk, dv accumulated
  * over the stages sharing them, dq exchanged back into dx and the stage's columns of dWq;
  * dk, dv go back when the next stage moves to new kv heads.
  *
@@ -8,6 +12,8 @@
  * gradient GEMM is one GEMM per stage (batched over the stage's heads, whose columns of W
  * are strided), and dx accumulates in the storage dtype with one addmm per stage and
  * projection. */
+#include <string.h>
+
 #include "common/grad_acc.h"
 #include "upipe/upipe.h"
 
@@ -22,7 +28,8 @@
  * head tensor, dead once sent, lays the received chunks side by side for it. */
 typedef struct bwd_bufs {
     cpb_buf *qh, *doh, *dqh;      /* [S][m][d] */
-    cpb_buf *dls, *dlh;           /* delta, packed [C][s][m] and received [S][m] (fp32) */
+    cpb_buf *dls, *dlh;           /* delta, packed [C][s][m] and received [S][m] (fp32; --upipe-bwd delta) */
+    cpb_buf *oh;                  /* the stage's o received [S][m][d] (--upipe-bwd o; its send is dqh) */
     cpb_buf *kh, *vh, *dkh, *dvh; /* [S][nk][d] */
     cpb_buf *wg;                  /* a stage's weight columns side by side (NULL: not needed) */
     cpb_buf *dx;                  /* dx accumulator (cpb_dx_begin) */
@@ -57,15 +64,22 @@ static int give_back(cpb_ctx *ctx, const upipe_plan *pl, const char *what, const
     return CPB_OK;
 }
 
-/* dO for the stage's heads and delta = rowsum(dO * o), both sent seq->head; dWo rows */
+/* dO for the stage's heads and o (or delta = rowsum(dO * o)), sent seq->head; dWo rows */
 static int out_grad(cpb_ctx *ctx, cpb_layer *L, const upipe_plan *pl, const cpb_a2a_map *qm, bwd_bufs *b,
                     const upipe_state *s)
 {
     const cpb_uly_shape *u = &pl->u;
     CPB_TRY(cpb_a2a_out_grad(ctx, CPB_STREAM_COMPUTE, qm, &u->seq, L->dy, L->wo, b->dqh));
-    CPB_TRY(cpb_a2a_delta(ctx, CPB_STREAM_COMPUTE, qm, &u->seq, s->oseq, u->H, b->dqh, b->dls));
-    CPB_TRY(exchange(ctx, qm, u->s, u->d, b->dqh, b->doh));
-    CPB_TRY(exchange(ctx, qm, u->s, 1, b->dls, b->dlh));
+    if (b->oh) {
+        CPB_TRY(exchange(ctx, qm, u->s, u->d, b->dqh, b->doh));
+        /* dqh, sent, carries the stage's o (the attention writes dq there only later) */
+        CPB_TRY(cpb_a2a_pack(ctx, CPB_STREAM_COMPUTE, qm, u->s, u->d, s->oseq, u->H, b->dqh));
+        CPB_TRY(exchange(ctx, qm, u->s, u->d, b->dqh, b->oh));
+    } else {
+        CPB_TRY(cpb_a2a_delta(ctx, CPB_STREAM_COMPUTE, qm, &u->seq, s->oseq, u->H, b->dqh, b->dls));
+        CPB_TRY(exchange(ctx, qm, u->s, u->d, b->dqh, b->doh));
+        CPB_TRY(exchange(ctx, qm, u->s, 1, b->dls, b->dlh));
+    }
     return cpb_a2a_grad_wo(ctx, CPB_STREAM_COMPUTE, qm, &u->seq, s->oseq, u->H, L->dy, L->dwo);
 }
 
@@ -80,7 +94,8 @@ static int attend_back(cpb_ctx *ctx, const upipe_plan *pl, int t, int first_of_k
     a.lse = cpb_lse_view(s->lse, u->S, (int64_t)t * pl->m, pl->m, 0, u->S);
     a.causal = 1;
     a.d_o = cpb_a2a_head_view(b->doh, u->S, pl->m, u->d);
-    a.delta = cpb_a2a_delta_view(b->dlh, u->S, pl->m);
+    if (b->oh) a.o = cpb_a2a_head_view(b->oh, u->S, pl->m, u->d);
+    else a.delta = cpb_a2a_delta_view(b->dlh, u->S, pl->m);
     a.dq = cpb_a2a_head_view(b->dqh, u->S, pl->m, u->d);
     a.dk = cpb_a2a_head_view(b->dkh, u->S, pl->nk, u->d);
     a.dv = cpb_a2a_head_view(b->dvh, u->S, pl->nk, u->d);
@@ -129,8 +144,12 @@ int upipe_backward(cpb_ctx *ctx, cpb_layer *L, void *state)
     CPB_TRY(cpb_alloc(ctx, &b.qh, nq, dt, CPB_TAG_A2A, "q_head"));
     CPB_TRY(cpb_alloc(ctx, &b.doh, nq, dt, CPB_TAG_GRAD_ACT, "do_head"));
     CPB_TRY(cpb_alloc(ctx, &b.dqh, nq, dt, CPB_TAG_GRAD_ACT, "dq_head"));
-    CPB_TRY(cpb_alloc(ctx, &b.dls, u->S * pl.m, CPB_FP32, CPB_TAG_GRAD_ACT, "delta_send"));
-    CPB_TRY(cpb_alloc(ctx, &b.dlh, u->S * pl.m, CPB_FP32, CPB_TAG_GRAD_ACT, "delta_head"));
+    if (strcmp(cpb_knob_str(&L->p, "upipe_bwd"), "delta") == 0) {
+        CPB_TRY(cpb_alloc(ctx, &b.dls, u->S * pl.m, CPB_FP32, CPB_TAG_GRAD_ACT, "delta_send"));
+        CPB_TRY(cpb_alloc(ctx, &b.dlh, u->S * pl.m, CPB_FP32, CPB_TAG_GRAD_ACT, "delta_head"));
+    } else {
+        CPB_TRY(cpb_alloc(ctx, &b.oh, nq, dt, CPB_TAG_A2A, "o_head"));
+    }
     CPB_TRY(cpb_alloc(ctx, &b.kh, nkv, dt, CPB_TAG_A2A, "k_head"));
     CPB_TRY(cpb_alloc(ctx, &b.vh, nkv, dt, CPB_TAG_A2A, "v_head"));
     CPB_TRY(cpb_alloc(ctx, &b.dkh, nkv, dt, CPB_TAG_GRAD_ACT, "dk_head"));
@@ -138,7 +157,7 @@ int upipe_backward(cpb_ctx *ctx, cpb_layer *L, void *state)
     int64_t ng = upipe_gather_elems(&pl);
     if (ng) CPB_TRY(cpb_alloc(ctx, &b.wg, ng, dt, CPB_TAG_GATHER, "w_gather"));
     for (int t = 0; t < pl.nstage; t++) CPB_RANGE(ctx, stage(ctx, L, &pl, t, &b, s), "stage%d", t);
-    cpb_buf **all[] = {&b.qh, &b.doh, &b.dqh, &b.dls, &b.dlh, &b.kh, &b.vh, &b.dkh, &b.dvh,
+    cpb_buf **all[] = {&b.qh, &b.doh, &b.dqh, &b.dls, &b.dlh, &b.oh, &b.kh, &b.vh, &b.dkh, &b.dvh,
                        &b.wg, &s->oseq, &s->lse};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, all[i]));
     return CPB_OK;

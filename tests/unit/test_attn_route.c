@@ -60,7 +60,7 @@ Test(attn_route, cudnn_serves_the_calls_it_can_directly)
                 cpb_attn_route r = route(&a, bwd, CPB_ATTN_CHOOSE_AUTO, 1);
                 cr_expect_eq(r.impl, CPB_ATTN_CUDNN, "d %lld ratio %lld bwd %d: %s", (long long)dims[i],
                              (long long)ratio[g], bwd, r.why);
-                cr_expect_eq(r.adapt, 0, "served in place");
+                cr_expect_eq(r.adapt, CPB_ATTN_ADAPT_LSE, "served in place but for the lse temporary");
             }
 }
 
@@ -115,17 +115,30 @@ Test(attn_route, adapted_calls_go_through_temporaries)
     a.accumulate = 1;
     cpb_attn_route r = route(&a, 1, CPB_ATTN_CHOOSE_AUTO, 1);
     cr_expect_eq(r.impl, CPB_ATTN_CUDNN);
-    cr_expect_eq(r.adapt, CPB_ATTN_ADAPT_GRADS);
+    cr_expect_eq(r.adapt, CPB_ATTN_ADAPT_GRADS | CPB_ATTN_ADAPT_LSE);
     a.accumulate = 0;
     a.dq.buf = buf(&bdq, CPB_FP32);
-    cr_expect_eq(route(&a, 1, CPB_ATTN_CHOOSE_AUTO, 1).adapt, CPB_ATTN_ADAPT_GRADS, "fp32 gradients");
+    cr_expect_eq(route(&a, 1, CPB_ATTN_CHOOSE_AUTO, 1).adapt, CPB_ATTN_ADAPT_GRADS | CPB_ATTN_ADAPT_LSE,
+                 "fp32 gradients");
     cpb_attn_args b = call(64, 64, 8, 2, 128);
     b.o.buf = buf(&bo, CPB_FP32);
-    cr_expect_eq(route(&b, 0, CPB_ATTN_CHOOSE_AUTO, 1).adapt, CPB_ATTN_ADAPT_O, "fp32 o");
-    /* an lse view starting at an odd token */
-    cpb_attn_args c = call(63, 63, 8, 2, 128);
-    c.lse = cpb_lse_view(&blse, 126, 0, 8, 63, 63);
-    cr_expect_eq(route(&c, 0, CPB_ATTN_CHOOSE_AUTO, 1).adapt, CPB_ATTN_ADAPT_LSE);
+    cr_expect_eq(route(&b, 0, CPB_ATTN_CHOOSE_AUTO, 1).adapt, CPB_ATTN_ADAPT_O | CPB_ATTN_ADAPT_LSE, "fp32 o");
+}
+
+/* a zigzag ring step: one rank's q is the whole local sequence (lse from token 0), another's
+ * its second half (lse from token 63, not 16-byte aligned): both ranks must adapt alike, or
+ * they would allocate differently (the symmetric-allocation rule) */
+Test(attn_route, the_lse_temporary_does_not_depend_on_the_row_offset)
+{
+    cpb_attn_args whole = call(126, 63, 8, 2, 128), half = call(63, 126, 8, 2, 128);
+    whole.lse = cpb_lse_view(&blse, 126, 0, 8, 0, 126);
+    half.lse = cpb_lse_view(&blse, 126, 0, 8, 63, 63);
+    for (int bwd = 0; bwd < 2; bwd++) {
+        cpb_attn_route a = route(&whole, bwd, CPB_ATTN_CHOOSE_AUTO, 1), b = route(&half, bwd, CPB_ATTN_CHOOSE_AUTO, 1);
+        cr_expect_eq(a.impl, b.impl);
+        cr_expect_eq(a.adapt, b.adapt, "bwd %d: adapt %d vs %d", bwd, a.adapt, b.adapt);
+        cr_expect(b.adapt & CPB_ATTN_ADAPT_LSE);
+    }
 }
 
 Test(attn_route, availability)

@@ -59,8 +59,9 @@ Test(knobs, a_method_gets_its_own_knobs_with_defaults)
     /* what every point carries besides its method's: the driver's knobs */
     const int general = 3;
     cr_assert_eq(cpb_knobs_apply(upipe, &given, &p, err, sizeof err), CPB_OK, "%s", err);
-    cr_expect_eq(p.knobs.n, 1 + general);
+    cr_expect_eq(p.knobs.n, 2 + general, "upipe's head_chunk and upipe_bwd");
     cr_expect_eq(cpb_knob_int(&p, "head_chunk"), 8);
+    cr_expect_str_eq(cpb_knob_str(&p, "upipe_bwd"), "o", "a knob not given: its default");
     cr_expect_null(cpb_knobs_find(&p.knobs, "seq_chunk"), "fpdt's knob is not upipe's");
     cr_expect_str_eq(cpb_knob_str(&p, "framework"), "torchtitan", "the driver's knobs, at their defaults");
     cr_expect_str_eq(cpb_knob_str(&p, "attn"), "auto");

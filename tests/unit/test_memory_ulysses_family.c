@@ -111,14 +111,17 @@ static int64_t upipe_fwd(const cpb_problem *p)
     return upipe_saved(p) + g.E * (2 * u.Nm + 2 * u.Nkm) + g.Wg;
 }
 
-/* backward: q, dO, dq heads; k, v, dk, dv heads; fp32 delta sent and received [S][m];
- * the attention backward's fp32 dq workspace (delta is given: no delta rows); the
- * gathered weight columns */
+/* backward: q, dO, dq heads; k, v, dk, dv heads; the stage's o received [S][m][d] and the
+ * attention backward's fp32 workspace (dq accumulator and the delta rows it derives from
+ * o); or, with --upipe-bwd delta, fp32 delta sent and received [S][m] and a workspace
+ * without delta rows (delta is given); the gathered weight columns */
 static int64_t upipe_bwd(const cpb_problem *p)
 {
     geo g = geometry(p);
     ugeo u = ugeometry(p);
-    return upipe_saved(p) + g.E * (3 * u.Nm + 4 * u.Nkm) + 4 * 2 * p->S * u.m + 4 * u.Nm + u.Gw + g.Wg;
+    int64_t common = upipe_saved(p) + g.E * (3 * u.Nm + 4 * u.Nkm) + 4 * u.Nm + u.Gw + g.Wg;
+    if (strcmp(cpb_knob_str(p, "upipe_bwd"), "delta") == 0) return common + 4 * 2 * p->S * u.m;
+    return common + g.E * u.Nm + 4 * p->S * u.m;
 }
 
 /* ---------------------------------------------------------------- offload */
@@ -201,6 +204,11 @@ static void check_all(cpb_problem p)
     EXPECT_BYTES(up.fwd.intermediate_peak, upipe_fwd(&p), "upipe forward intermediate", &p);
     EXPECT_BYTES(up.bwd.intermediate_peak, upipe_bwd(&p), "upipe backward intermediate", &p);
     EXPECT_BYTES(up.fwd.live_end, fixed + upipe_saved(&p), "upipe live after forward", &p);
+    cpb_problem pd = p;
+    cpb_knobs_set_str(&pd.knobs, "upipe_bwd", "delta");
+    cpb_row ud = sim(&pd, "upipe");
+    EXPECT_BYTES(ud.bwd.intermediate_peak, upipe_bwd(&pd), "upipe --upipe-bwd delta backward intermediate", &pd);
+    cr_expect_leq(ud.bwd.intermediate_peak, up.bwd.intermediate_peak, "delta, not o, travels: no more memory");
 
     cpb_row o = sim(&p, "offload");
     /* the forward's working set is ulysses' attention-time set: q, k, v, o, lse */
