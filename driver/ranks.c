@@ -21,17 +21,28 @@ int cpb_ranks_mpi(void)
     return mpi_on;
 }
 
+/* MPI is up and not yet finalised: a destructor or exit path that asks for the rank after
+ * MPI_Finalize (Open MPI 5 aborts a call on the world communicator then, exit 14) gets the
+ * answer of a single process */
+static int mpi_usable(void)
+{
+    int fin = 0;
+    if (!mpi_on) return 0;
+    MPI_Finalized(&fin);
+    return !fin;
+}
+
 int cpb_ranks_rank(void)
 {
     int r = 0;
-    if (mpi_on) MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    if (mpi_usable()) MPI_Comm_rank(MPI_COMM_WORLD, &r);
     return r;
 }
 
 int cpb_ranks_size(void)
 {
     int n = 1;
-    if (mpi_on) MPI_Comm_size(MPI_COMM_WORLD, &n);
+    if (mpi_usable()) MPI_Comm_size(MPI_COMM_WORLD, &n);
     return n;
 }
 

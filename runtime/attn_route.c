@@ -17,7 +17,9 @@ int cpb_attn_choice_parse(const char *s)
     return -1;
 }
 
-/* cuDNN's kernels index a tensor with 32-bit offsets */
+/* cuDNN's kernels index a tensor with 32-bit offsets: its elements 0 .. span-1 must have
+ * indices below 2^31, so a span of exactly 2^31 elements (Llama3-8B's q at 4M tokens with
+ * 4 heads per rank: [2^22][4][128]) is still served */
 #define CUDNN_MAX_SPAN ((int64_t)1 << 31)
 
 static int own(cpb_attn_route *r, const char *fmt, const char *what)
@@ -40,7 +42,7 @@ static const char *tensor_problem(const cpb_view *v)
     if (!v->buf) return "missing";
     if (v->buf->dtype != CPB_BF16) return "not bf16";
     if (v->off % 8 || v->row_stride % 8 || (v->heads > 1 && v->head_stride % 8)) return "not 16-byte aligned";
-    if (span(v) >= CUDNN_MAX_SPAN) return "past 2^31 elements";
+    if (span(v) > CUDNN_MAX_SPAN) return "past 2^31 elements";
     return NULL;
 }
 
@@ -87,7 +89,7 @@ void cpb_attn_route_call(const cpb_attn_args *a, int bwd, cpb_attn_choice choice
     }
     const cpb_view *outs[] = {&a->o, &a->dq, &a->dk, &a->dv};
     for (int i = 0; i < (bwd ? 4 : 1); i++)
-        if (span(outs[i]) >= CUDNN_MAX_SPAN) {
+        if (span(outs[i]) > CUDNN_MAX_SPAN) {
             own(r, "%s", "a tensor past cuDNN's 2^31-element indexing");
             return;
         }

@@ -102,6 +102,10 @@ Test(attn_route, own_for_what_cudnn_cannot_serve)
     r = route(&e, 0, CPB_ATTN_CHOOSE_AUTO, 1);
     cr_expect_eq(r.impl, CPB_ATTN_OWN);
     cr_expect(strstr(r.why, "2^31"), "%s", r.why);
+    /* exactly 2^31 elements: the last index is 2^31 - 1, which 32 bits hold */
+    cpb_attn_args edge = call((int64_t)1 << 22, (int64_t)1 << 22, 4, 1, 128);
+    r = route(&edge, 0, CPB_ATTN_CHOOSE_AUTO, 1);
+    cr_expect_eq(r.impl, CPB_ATTN_CUDNN, "2^31 elements: %s", r.why);
     /* an unaligned input view (odd row offset) */
     cpb_attn_args f = call(100, 100, 4, 4, 64);
     f.k.off = 4;
