@@ -2,6 +2,7 @@
 #include "common/knobs.h"
 
 #include <stdio.h>
+#include <string.h>
 
 int cpb_check_head_chunk(const cpb_problem *p, char *why, size_t why_len)
 {
@@ -40,4 +41,9 @@ int cpb_candidates_head_divisors(const cpb_problem *p, int64_t *out, int max)
 int cpb_candidates_rank_divisors(const cpb_problem *p, int64_t *out, int max)
 {
     return divisors(p->C, p->H, out, max);
+}
+
+int cpb_upipe_bwd_delta(const cpb_problem *p)
+{
+    return strcmp(cpb_knob_str(p, "upipe_bwd"), "delta") == 0;
 }

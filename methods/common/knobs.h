@@ -27,6 +27,17 @@ int cpb_candidates_rank_divisors(const cpb_problem *p, int64_t *out, int max);
      .help = "Ulysses group size (default: the largest node-sized group the shape allows)", \
      .candidates = cpb_candidates_rank_divisors}
 
+/* --upipe-bwd o|delta: what a UPipe stage's backward exchanges besides dO (upipe, hybrid
+ * upipe): o, as the reference does, so cuDNN's backward (which derives delta from o) serves
+ * it; or delta = rowsum(dO * o) only, a quarter of o's bytes at d = 128 in fp32, which only
+ * our kernels take (docs/attention.md) */
+#define CPB_KNOB_UPIPE_BWD                                                                  \
+    {.name = "upipe_bwd", .type = CPB_KNOB_CHOICE, .def = "o", .choices = "o|delta", .arg = "o|delta", \
+     .help = "backward exchanges each stage's o (as the reference; cuDNN serves it) or only delta = rowsum(dO*o) " \
+             "(less memory; our attention kernels only)"}
+/* 1 when p's UPipe backward exchanges delta rather than o */
+int cpb_upipe_bwd_delta(const cpb_problem *p);
+
 #ifdef __cplusplus
 }
 #endif

@@ -4,7 +4,7 @@
 #include "hupipe/hupipe.h"
 
 static const cpb_knob hupipe_knobs[] = {CPB_KNOB_HEAD_CHUNK("u, the Ulysses degree"), CPB_KNOB_ULYSSES_DEGREE,
-                                        {NULL}};
+                                        CPB_KNOB_UPIPE_BWD, {NULL}};
 
 const cpb_method cpb_method_hupipe = {
     .name = "hupipe",

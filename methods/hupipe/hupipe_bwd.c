@@ -1,9 +1,12 @@
 /* hupipe_bwd.c — hybrid UPipe backward, stage by stage as upipe does: dO of the stage's
- * heads only (dy times the stage's rows of Wo), delta = rowsum(dO * o) computed before the
- * exchange so o never travels, q recomputed (K,V at a kv change), the zigzag ring backward
+ * heads only (dy times the stage's rows of Wo) and the stage's o exchanged beside it (so
+ * cuDNN's backward, which derives delta from o, serves the ring's calls), or with
+ * --upipe-bwd delta, delta = rowsum(dO * o) computed before the exchange so o never
+ * travels (our kernels only), q recomputed (K,V at a kv change), the zigzag ring backward
  * of the stage with fp32 dK,dV accumulated over the stages sharing them, dq exchanged back
  * into dx and the stage's columns of dWq; dK,dV go back after their last stage. */
 #include "common/grad_acc.h"
+#include "common/knobs.h"
 #include "hupipe/hupipe.h"
 
 /* The stage buffers, reused by every stage; a buffer dead at that point carries each
@@ -15,7 +18,9 @@
 typedef struct bwd_bufs {
     cpb_buf *qh, *qx, *doh;  /* [2c][m][d] storage dtype */
     cpb_buf *dq32;           /* [2c][m][d] fp32 */
-    cpb_buf *dls, *dlh;      /* delta fp32 [2c][m]: sent (then ring order), received */
+    cpb_buf *dls, *dlh;      /* delta fp32 [2c][m]: sent (then ring order), received (--upipe-bwd delta) */
+    cpb_buf *oh;             /* the stage's o received [2c][m][d] (--upipe-bwd o); qx then holds it in
+                                ring order until the ring backward is done */
     cpb_buf *kv;             /* [K | V] [2c][nk][d] ring order */
     cpb_buf *dkv, *dkv_stage;/* fp32 [dK | dV]: sum over the kv group's stages, one stage */
     cpb_buf *wg;             /* a stage's strided weight columns, gathered for the dx GEMM */
@@ -29,11 +34,18 @@ static int out_grad(cpb_ctx *ctx, cpb_layer *L, const hupipe_plan *pl, const cpb
     const usp_shape *sh = &pl->sh;
     const int m = pl->st.m;
     CPB_TRY(cpb_a2a_out_grad(ctx, CPB_STREAM_COMPUTE, qm, &sh->seq, L->dy, L->wo, b->doh));
-    CPB_TRY(cpb_a2a_delta(ctx, CPB_STREAM_COMPUTE, qm, &sh->seq, s->oseq, sh->H, b->doh, b->dls));
+    if (!b->oh) CPB_TRY(cpb_a2a_delta(ctx, CPB_STREAM_COMPUTE, qm, &sh->seq, s->oseq, sh->H, b->doh, b->dls));
     CPB_TRY(cpb_grid_a2a(ctx, CPB_STREAM_COMPUTE, &sh->g, b->doh, 0, b->qx, 0, pl->Nm));
     CPB_TRY(cpb_grid_to_ring(ctx, CPB_STREAM_COMPUTE, &sh->g, (int64_t)m * sh->d, b->qx, 0, b->doh, 0));
-    CPB_TRY(cpb_grid_a2a(ctx, CPB_STREAM_COMPUTE, &sh->g, b->dls, 0, b->dlh, 0, 2 * sh->g.c * m));
-    CPB_TRY(cpb_grid_to_ring(ctx, CPB_STREAM_COMPUTE, &sh->g, m, b->dlh, 0, b->dls, 0));
+    if (b->oh) {
+        /* o: packed into qx (free again), exchanged into oh, permuted back into qx */
+        CPB_TRY(cpb_a2a_pack(ctx, CPB_STREAM_COMPUTE, qm, sh->s, sh->d, s->oseq, sh->H, b->qx));
+        CPB_TRY(cpb_grid_a2a(ctx, CPB_STREAM_COMPUTE, &sh->g, b->qx, 0, b->oh, 0, pl->Nm));
+        CPB_TRY(cpb_grid_to_ring(ctx, CPB_STREAM_COMPUTE, &sh->g, (int64_t)m * sh->d, b->oh, 0, b->qx, 0));
+    } else {
+        CPB_TRY(cpb_grid_a2a(ctx, CPB_STREAM_COMPUTE, &sh->g, b->dls, 0, b->dlh, 0, 2 * sh->g.c * m));
+        CPB_TRY(cpb_grid_to_ring(ctx, CPB_STREAM_COMPUTE, &sh->g, m, b->dlh, 0, b->dls, 0));
+    }
     return cpb_a2a_grad_wo(ctx, CPB_STREAM_COMPUTE, qm, &sh->seq, s->oseq, sh->H, L->dy, L->dwo);
 }
 
@@ -67,10 +79,13 @@ static int stage(cpb_ctx *ctx, cpb_layer *L, const hupipe_plan *pl, int t, bwd_b
     /* the stage's ring backward: dK,dV start the kv group's sum, or join it */
     cpb_ring_cfg cfg = hupipe_ring(pl, t);
     cpb_buf *dkv = first ? b->dkv : b->dkv_stage;
-    cpb_view no_o = {0};
+    /* with o (in qx, ring order) the ring derives delta itself and passes o to every call */
+    cpb_view o = {0}, delta = {0};
+    if (b->oh) o = usp_ring_view(sh, b->qx, 0, m);
+    else delta = cpb_a2a_delta_view(b->dls, 2 * sh->g.c, m);
     CPB_RANGE(ctx,
-              cpb_ring_attn_bwd(ctx, &cfg, usp_ring_view(sh, b->qh, 0, m), b->kv, no_o, usp_ring_view(sh, b->doh, 0, m),
-                                hupipe_lse(pl, s->lse, t), cpb_a2a_delta_view(b->dls, 2 * sh->g.c, m),
+              cpb_ring_attn_bwd(ctx, &cfg, usp_ring_view(sh, b->qh, 0, m), b->kv, o, usp_ring_view(sh, b->doh, 0, m),
+                                hupipe_lse(pl, s->lse, t), delta,
                                 usp_ring_view(sh, b->dq32, 0, m), dkv),
               "ring");
     if (!first) CPB_TRY(cpb_axpby(ctx, CPB_STREAM_COMPUTE, 1.0f, cpb_whole(b->dkv_stage), 1.0f, cpb_whole(b->dkv)));
@@ -103,8 +118,12 @@ static int backward_body(cpb_ctx *ctx, cpb_layer *L, const hupipe_plan *pl, hupi
     CPB_TRY(cpb_alloc(ctx, &b.qx, pl->Nm, dt, CPB_TAG_A2A, "stage_xchg"));
     CPB_TRY(cpb_alloc(ctx, &b.doh, pl->Nm, dt, CPB_TAG_GRAD_ACT, "do_head"));
     CPB_TRY(cpb_alloc(ctx, &b.dq32, pl->Nm, CPB_FP32, CPB_TAG_GRAD_ACT, "dq32"));
-    CPB_TRY(cpb_alloc(ctx, &b.dls, nd, CPB_FP32, CPB_TAG_GRAD_ACT, "delta_send"));
-    CPB_TRY(cpb_alloc(ctx, &b.dlh, nd, CPB_FP32, CPB_TAG_GRAD_ACT, "delta_head"));
+    if (cpb_upipe_bwd_delta(&L->p)) {
+        CPB_TRY(cpb_alloc(ctx, &b.dls, nd, CPB_FP32, CPB_TAG_GRAD_ACT, "delta_send"));
+        CPB_TRY(cpb_alloc(ctx, &b.dlh, nd, CPB_FP32, CPB_TAG_GRAD_ACT, "delta_head"));
+    } else {
+        CPB_TRY(cpb_alloc(ctx, &b.oh, pl->Nm, dt, CPB_TAG_A2A, "o_head"));
+    }
     CPB_TRY(cpb_alloc(ctx, &b.kv, 2 * pl->Nkm, dt, CPB_TAG_A2A, "kv_head"));
     CPB_TRY(cpb_alloc(ctx, &b.dkv, 2 * pl->Nkm, CPB_FP32, CPB_TAG_GRAD_ACT, "dkv32"));
     if (kv_shared(&pl->st))
@@ -112,7 +131,7 @@ static int backward_body(cpb_ctx *ctx, cpb_layer *L, const hupipe_plan *pl, hupi
     int64_t ng = cpb_stages_gather_elems(&pl->st, sh->D, sh->d);
     if (ng) CPB_TRY(cpb_alloc(ctx, &b.wg, ng, dt, CPB_TAG_GATHER, "w_gather"));
     for (int t = 0; t < pl->st.nstage; t++) CPB_RANGE(ctx, stage(ctx, L, pl, t, &b, s), "stage%d", t);
-    cpb_buf **all[] = {&b.qh, &b.qx, &b.doh, &b.dq32, &b.dls, &b.dlh, &b.kv, &b.dkv, &b.dkv_stage,
+    cpb_buf **all[] = {&b.qh, &b.qx, &b.doh, &b.dq32, &b.dls, &b.dlh, &b.oh, &b.kv, &b.dkv, &b.dkv_stage,
                        &b.wg, &s->oseq, &s->lse};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, all[i]));
     return CPB_OK;

@@ -3,12 +3,7 @@
 #include "common/knobs.h"
 #include "upipe/upipe.h"
 
-static const cpb_knob upipe_knobs[] = {
-    CPB_KNOB_HEAD_CHUNK("C, the ranks"),
-    {.name = "upipe_bwd", .type = CPB_KNOB_CHOICE, .def = "o", .choices = "o|delta", .arg = "o|delta",
-     .help = "upipe backward: exchange each stage's o (as the reference; cuDNN's backward takes it) or only "
-             "delta = rowsum(dO*o) (less memory; our attention kernels only, docs/attention.md)"},
-    {NULL}};
+static const cpb_knob upipe_knobs[] = {CPB_KNOB_HEAD_CHUNK("C, the ranks"), CPB_KNOB_UPIPE_BWD, {NULL}};
 
 const cpb_method cpb_method_upipe = {
     .name = "upipe",

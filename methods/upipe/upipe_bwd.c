@@ -12,9 +12,8 @@
  * gradient GEMM is one GEMM per stage (batched over the stage's heads, whose columns of W
  * are strided), and dx accumulates in the storage dtype with one addmm per stage and
  * projection. */
-#include <string.h>
-
 #include "common/grad_acc.h"
+#include "common/knobs.h"
 #include "upipe/upipe.h"
 
 /* The stage buffers, reused by every stage, with no separate send buffers: a buffer that
@@ -144,7 +143,7 @@ int upipe_backward(cpb_ctx *ctx, cpb_layer *L, void *state)
     CPB_TRY(cpb_alloc(ctx, &b.qh, nq, dt, CPB_TAG_A2A, "q_head"));
     CPB_TRY(cpb_alloc(ctx, &b.doh, nq, dt, CPB_TAG_GRAD_ACT, "do_head"));
     CPB_TRY(cpb_alloc(ctx, &b.dqh, nq, dt, CPB_TAG_GRAD_ACT, "dq_head"));
-    if (strcmp(cpb_knob_str(&L->p, "upipe_bwd"), "delta") == 0) {
+    if (cpb_upipe_bwd_delta(&L->p)) {
         CPB_TRY(cpb_alloc(ctx, &b.dls, u->S * pl.m, CPB_FP32, CPB_TAG_GRAD_ACT, "delta_send"));
         CPB_TRY(cpb_alloc(ctx, &b.dlh, u->S * pl.m, CPB_FP32, CPB_TAG_GRAD_ACT, "delta_head"));
     } else {

@@ -25,6 +25,7 @@
 #include "cpb_presets.h"
 #include "sim_layer.h"
 #include "common/head_stages.h"
+#include "common/knobs.h"
 #include "upipe/upipe.h"
 
 static cpb_problem problem(int64_t S, int C, int u, int64_t D, int H, int G, int d, int U, cpb_dtype dt)
@@ -104,6 +105,16 @@ static int kv_shared(const cpb_problem *p)
     return p->G < g.u ? g.nstage > 1 : g.m < g.g;
 }
 
+/* what a stage exchanges besides dO: with --upipe-bwd delta the fp32 delta sent and
+ * received [c2][m]; by default o's receive buffer [c2][m][d] (the permuted o rides in the
+ * exchange spare) and the ring's fp32 delta [c2][m], which it derives from o */
+static int64_t hupipe_exchange(const cpb_problem *p)
+{
+    geo g = geometry(p);
+    if (cpb_upipe_bwd_delta(p)) return 4 * 2 * g.c2 * g.m;
+    return g.E * g.Nm + 4 * g.c2 * g.m;
+}
+
 /* Backward peak, in a stage's ring backward diagonal: saved + the stage buffers (q, the
  * exchange spare, dO [c2][m][d]; fp32 dq; fp32 delta sent and received [c2][m]; K,V of the
  * stage; fp32 dK,dV sum, and a second one when stages share kv heads; the gathered weight
@@ -116,8 +127,9 @@ static int64_t hupipe_bwd(const cpb_problem *p)
     int keep = kv_shared(p); /* some stage is not the last on its kv heads */
     int64_t kvx = g.R >= 3 && keep ? 2 : 1;
     int64_t ring = g.R > 1 ? g.E * 2 * g.Nkm * kvx + 4 * 2 * g.Nkm + g.E * 2 * g.Nkm : 0;
-    return hupipe_saved(p) + g.E * (3 * g.Nm + 2 * g.Nkm) + 4 * g.Nm + 4 * 2 * g.c2 * g.m +
-           4 * 2 * g.Nkm * (1 + keep) + 4 * g.Nm + ring + g.Wg + g.Gw;
+    int64_t common = hupipe_saved(p) + g.E * (3 * g.Nm + 2 * g.Nkm) + 4 * g.Nm + 4 * 2 * g.Nkm * (1 + keep) +
+                     4 * g.Nm + ring + g.Wg + g.Gw;
+    return common + hupipe_exchange(p);
 }
 
 /* ---------------------------------------------------------------- running */
@@ -144,6 +156,9 @@ static void check_both(const cpb_problem *p)
     EXPECT_BYTES(us.intermediate_bytes, usp_bwd(p), "usp intermediate", p);
     EXPECT_BYTES(us.bwd.intermediate_peak, usp_bwd(p), "usp backward intermediate", p);
     EXPECT_BYTES(hu.intermediate_bytes, hupipe_bwd(p), "hupipe intermediate", p);
+    cpb_problem pd = *p;
+    cpb_knobs_set_str(&pd.knobs, "upipe_bwd", "delta");
+    EXPECT_BYTES(sim(&pd, "hupipe").intermediate_bytes, hupipe_bwd(&pd), "hupipe --upipe-bwd delta intermediate", &pd);
     /* after forward only the saved tensors are left besides the fixed ones */
     EXPECT_BYTES(us.fwd.live_end - hu.fwd.live_end, usp_saved(p) - hupipe_saved(p),
                  "live after forward, usp - hupipe", p);
@@ -203,7 +218,8 @@ Test(memory_hybrid, hupipe_below_usp_by_its_stage_share_qwen3_32b_8x2)
     int64_t Wq = (3 * g.E + 8) * g.Nq + 8 * g.c2 * g.hq;
     double share = 1.0 - (double)g.U / p.H;
     double predicted =
-        share * (double)Wq - (double)(g.E * g.Nq + 4 * g.c2 * g.hq + 8 * g.Nkm + g.Wg);
+        share * (double)Wq - (double)(g.E * g.Nq + 4 * g.c2 * g.hq + 8 * g.Nkm + g.Wg) -
+        (double)(hupipe_exchange(&p) - 4 * 2 * g.c2 * g.m); /* o's exchange beyond delta's */
     cr_expect_gt(predicted, 0.0);
     cr_expect_geq((double)(us - hu), predicted, "usp %lld - hupipe %lld = %lld bytes, predicted at least %.0f",
                   (long long)us, (long long)hu, (long long)(us - hu), predicted);
