@@ -51,8 +51,8 @@ static void speed_bound(cpb_plan_cand *c)
 
 static int is_memory_failure(const cpb_row *r)
 {
-    /* the layer trial's pinned host capacity is CPB_ERR_NOMEM_HOST from the allocator */
-    return r->code == CPB_ERR_OOM || (r->code == CPB_ERR_NOMEM_HOST && strstr(r->reason, "out of host memory allocating"));
+    /* device or pinned host capacity: the allocator's CPB_ERR_OOM (status oom) */
+    return r->code == CPB_ERR_OOM;
 }
 
 /* Simulate candidate (m, p) at p->S into c: its row, what it needs and what bounds it.
@@ -98,7 +98,7 @@ static int eval_point(const cpb_plan_opts *o, const cpb_method *m, const cpb_pro
     c->over = (od > oh ? od : oh) - 1.0;
     c->fits = c->row.code == CPB_OK;
     if (c->fits) speed_bound(c);
-    else if (is_memory_failure(&c->row) || c->row.code == CPB_ERR_NOMEM_HOST)
+    else if (is_memory_failure(&c->row))
         /* when both run short, the one it is further over bounds it */
         c->bound = od > 1 && (oh <= 1 || od >= oh)                 ? CPB_BOUND_DEVICE_MEM
                    : oh > 1                                        ? CPB_BOUND_HOST_MEM

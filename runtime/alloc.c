@@ -74,8 +74,10 @@ static int do_alloc(cpb_ctx *ctx, cpb_buf **out, int64_t nelem, cpb_dtype dt, cp
     int64_t bytes = nelem * (int64_t)cpb_dtype_size(dt);
     trace_hash(m, 1, bytes, tag);
     if (m->capacity > 0 && m->live + bytes > m->capacity) {
+        /* the modelled capacity, device or pinned host, is a result of the trial (status
+         * oom, the reason naming which memory); a failing malloc of this process is not */
         char b[3][32];
-        return cpb_fail(ctx, host ? CPB_ERR_NOMEM_HOST : CPB_ERR_OOM,
+        return cpb_fail(ctx, CPB_ERR_OOM,
                         "out of %s memory allocating '%s' (%s, %s): %s live of a %s capacity",
                         host ? "pinned host" : "device", name ? name : "?", cpb_tag_name(tag), human_bytes(bytes, b[0]),
                         human_bytes(m->live, b[1]), human_bytes(m->capacity, b[2]));

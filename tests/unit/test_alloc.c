@@ -100,8 +100,9 @@ Test(alloc, host_buffers_tracked_apart)
     cr_assert_eq(cpb_host_mem(ctx)->live, 2048);
     cr_assert_eq(cpb_host_mem(ctx)->tag_peak[CPB_TAG_SAVED], 2048);
     cpb_buf *h2 = NULL;
-    cr_assert_eq(cpb_alloc_host(ctx, &h2, 600, CPB_FP32, CPB_TAG_SAVED, "host2"), CPB_ERR_NOMEM_HOST,
-                 "the host capacity is separate from the device's");
+    cr_assert_eq(cpb_alloc_host(ctx, &h2, 600, CPB_FP32, CPB_TAG_SAVED, "host2"), CPB_ERR_OOM,
+                 "the host capacity is separate from the device's, and running out of it is an oom result");
+    cr_assert(strstr(cpb_errmsg(ctx), "pinned host"), "%s", cpb_errmsg(ctx));
     cr_assert_eq(cpb_host_mem(ctx)->live, 2048);
     cpb_clear_error(ctx);
     cr_assert_eq(cpb_free(ctx, 0, &h), CPB_OK);
