@@ -34,6 +34,11 @@ cpb_cli_test(expect_refuse_passes ${MPIEXEC_EXECUTABLE} -np 3 --oversubscribe --
 cpb_cli_test(expect_refuse_accepted ${CPB_EXPECT} 1 - "accepted a shape it was expected to refuse" --
   ${MPIEXEC_EXECUTABLE} -np 2 --oversubscribe --allow-run-as-root --bind-to none
   ${CPBENCH} verify --method ulysses --model tiny --seq 64 --expect-refuse)
+# under --method all a method that refuses the shape is reported as refused (never
+# "skipped") and does not fail the run; the others still run and pass (exit 0)
+cpb_cli_test(method_all_reports_refused ${CPB_EXPECT} 0 - "^ulysses: refused \\(not a failure under --method all\\): ulysses needs H % C == 0" --
+  ${MPIEXEC_EXECUTABLE} -np 3 --oversubscribe --allow-run-as-root --bind-to none
+  ${CPBENCH} verify --method all --model tiny --seq 96)
 cpb_cli_test(list ${CPB_EXPECT} 0 - "llama3-8b +4096 +32 +8 +128" -- ${CPBENCH} list)
 # The cuda backend's tools (backends/cuda/tools) are built in every configuration: the
 # self-test runs here on the cpu backend against itself (its own code checked: every check
