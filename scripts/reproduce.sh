@@ -20,7 +20,9 @@
 # Points already in a results file are not run again: an interrupted reproduce resumes.
 #
 # Environment: CPB_REPRODUCE_BACKEND=sim skips the GPUs even when present;
-# CPB_REPRODUCE_QUICK=1 runs a reduced grid (a smoke test of this script).
+# CPB_REPRODUCE_QUICK=1 runs a reduced grid (a smoke test of this script);
+# CPB_REPRODUCE_OUT=DIR writes the results to DIR/results and the figures, tables and
+# claims to DIR/paper-out instead of results/ and paper/out/ (the ctest of this script).
 set -uo pipefail
 
 BUILD=${1:-build}
@@ -31,6 +33,10 @@ PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
 RESULTS="$ROOT/results"
 FIGS="$ROOT/paper/out"
+if [ -n "${CPB_REPRODUCE_OUT:-}" ]; then
+  RESULTS="$CPB_REPRODUCE_OUT/results"
+  FIGS="$CPB_REPRODUCE_OUT/paper-out"
+fi
 SIM_H5="$RESULTS/reproduce-sim.h5"
 CUDA_H5="$RESULTS/reproduce-cuda.h5"
 LOGS="$RESULTS/logs" # every step's full output
@@ -102,11 +108,19 @@ case "$GPU_NAME" in
 esac
 
 # ---------------------------------------------------------------- 2. simulator, full scale
-sim_sweep() { # label, then cpbench sweep options
+sim_sweep() { # label, then cpbench sweep options; --gpu and --method default to the
+  # profile and all (cpbench refuses an option given twice, so a default is added only
+  # when the step does not name its own)
   local label=$1
   shift
+  local defaults=() a has_gpu=0 has_method=0
+  for a in "$@"; do
+    case "$a" in --gpu|--gpu=*) has_gpu=1 ;; --method|--method=*) has_method=1 ;; esac
+  done
+  [ $has_gpu = 1 ] || defaults+=(--gpu "$PROFILE")
+  [ $has_method = 1 ] || defaults+=(--method all)
   log "   sim: $label"
-  "$CPB" sweep --backend sim --gpu "$PROFILE" --method all --out "$SIM_H5" "$@" > "$LOGS/sim-$label.log" 2>&1
+  "$CPB" sweep --backend sim "${defaults[@]}" --out "$SIM_H5" "$@" > "$LOGS/sim-$label.log" 2>&1
   local rc=$?
   grep -E "^# [a-z]+: (largest|no length)" "$LOGS/sim-$label.log" | sed 's/^/      /'
   [ $rc -eq 0 ] || note_fail "simulator sweep $label (exit $rc; rows with status error in results/logs/sim-$label.log)"
@@ -128,6 +142,14 @@ for scope in layer model; do
   sim_sweep "llama3-8b-16gpu-$scope-grid" --model llama3-8b --gpus 16 --gpus-per-node 8 \
     --ulysses-degree 8 --scope $scope --seq-list $LIST,6M,7M --method usp,hupipe,upipe
 done
+# the longest contexts once more on our own attention kernels (--attn own): the claims report
+# sets these beside the cuDNN estimates, whose backward workspace is larger than the paper's
+# FlashAttention 3's (paper/claims.py)
+sim_sweep "llama3-8b-8gpu-model-max-attn-own" --model llama3-8b --gpus 8 --scope model --attn own \
+  --seq-start 128K --seq-stop 8M --bisect $BISECT --method ulysses,ring,upipe
+sim_sweep "qwen3-32b-16gpu-model-max-attn-own" --model qwen3-32b --gpus 16 --gpus-per-node 8 \
+  --ulysses-degree 8 --scope model --attn own --seq-start 128K --seq-stop 8M --bisect $BISECT \
+  --method usp,ring,hupipe
 # FPDT as the paper ran it: DeepSpeed's schedule (--fpdt-impl deepspeed, the default) in the
 # Megatron-DeepSpeed ZeRO-3 setup; and the pipelined schedule beside it
 for fw in deepspeed; do

@@ -10,6 +10,17 @@ cpb_cmd_test(harness_plan bash ${CMAKE_CURRENT_SOURCE_DIR}/plan_test.sh ${CPBENC
              ${CMAKE_CURRENT_BINARY_DIR}/harness_plan ${CMAKE_SOURCE_DIR})
 # two whole-model searches: about 10 s here, minutes under the sanitizers on a shared machine
 set_tests_properties(harness_plan PROPERTIES TIMEOUT 600)
+# `make reproduce` end to end on its reduced grid (CPB_REPRODUCE_QUICK=1, simulator only),
+# writing under the build tree: every step of the script must pass (exit 0), so an option
+# a step passes that cpbench refuses fails here.  About 2 minutes; left out of the
+# sanitizer pass, whose sim code the other tests already cover
+if(NOT CPB_SANITIZE)
+  add_test(NAME harness_reproduce_quick
+           COMMAND ${CMAKE_COMMAND} -E env CPB_REPRODUCE_BACKEND=sim CPB_REPRODUCE_QUICK=1
+                   CPB_REPRODUCE_OUT=${CMAKE_CURRENT_BINARY_DIR}/harness_reproduce_quick
+                   bash ${CMAKE_SOURCE_DIR}/scripts/reproduce.sh $<TARGET_FILE_DIR:cpbench>)
+  set_tests_properties(harness_reproduce_quick PROPERTIES TIMEOUT 900)
+endif()
 
 # every method on 2 cpu ranks, two lengths: measured rows from MPI ranks, written by rank 0;
 # run twice, the second time every point comes from the file (resume under MPI)
