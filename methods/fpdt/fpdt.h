@@ -38,6 +38,7 @@ typedef struct fpdt_dims {
     int64_t nlse;     /* elements of a chunk's lse or delta: hq * chunk (fp32) */
     cpb_dtype E;      /* storage dtype */
     double base;      /* RoPE base */
+    int bwd_o;        /* pipelined backward: the KV loop loads o_j (--fpdt-bwd o) rather than delta_j */
 } fpdt_dims;
 
 /* Fill m for problem p and rank; CPB_ERR_INVALID with a reason in why when p is refused. */
@@ -49,7 +50,7 @@ typedef struct fpdt_state {
     cpb_buf *q_h;    /* [u][chunk][hq][d] q after RoPE, head layout */
     cpb_buf *k_h;    /* [u][chunk][hk][d] K after RoPE */
     cpb_buf *v_h;    /* [u][chunk][hk][d] V */
-    cpb_buf *o_h;    /* [u][chunk][hq][d] attention output, head layout (for delta) */
+    cpb_buf *o_h;    /* [u][chunk][hq][d] attention output, head layout (for delta, or loaded by the KV loop) */
     cpb_buf *os_h;   /* [u][c][H*d] attention output, sequence layout (for dWo) */
     cpb_buf *lse_h;  /* [u][hq][chunk] fp32 */
 } fpdt_state;

@@ -1,7 +1,8 @@
 /* fpdt_bwd.c — FPDT backward.  After the dO/delta pass (fpdt_bwd_prep.c): outer loop over
  * KV chunks i, inner loop over Q chunks j >= i.  K_i, V_i and the fp32 dK_i, dV_i
  * accumulators stay on the device for the outer step (K_{i+1}, V_{i+1} are prefetched into
- * the other slot); every (i, j) block fetches q_j, dO_j, lse_j, delta_j and the fp32 dq_j
+ * the other slot); every (i, j) block fetches q_j, dO_j, lse_j, o_j (or delta_j with
+ * --fpdt-bwd delta) and the fp32 dq_j
  * accumulator from the host into one of two slots while the previous block computes, and
  * writes dq_j back.  dq_i's last contribution is block (i, i), the first of step i, so at
  * the end of step i dq_i, dK_i, dV_i are final: RoPE backward, a2a (head->seq), dx_i and the
@@ -15,7 +16,8 @@ static int alloc_host(fpdt_bwd *B)
 {
     const fpdt_dims *m = B->m;
     CPB_TRY(cpb_alloc_host(B->ctx, &B->do_h, m->u * m->nq, m->E, CPB_TAG_GRAD_ACT, "fpdt_dO_host"));
-    CPB_TRY(cpb_alloc_host(B->ctx, &B->dl_h, m->u * m->nlse, CPB_FP32, CPB_TAG_GRAD_ACT, "fpdt_delta_host"));
+    if (!m->bwd_o)
+        CPB_TRY(cpb_alloc_host(B->ctx, &B->dl_h, m->u * m->nlse, CPB_FP32, CPB_TAG_GRAD_ACT, "fpdt_delta_host"));
     /* chunk 0's dq is final in block (0, 0) and never leaves the device */
     if (m->u > 1)
         CPB_TRY(cpb_alloc_host(B->ctx, &B->dq_h, (m->u - 1) * m->nq, CPB_FP32, CPB_TAG_GRAD_ACT, "fpdt_dq_host"));
@@ -40,7 +42,10 @@ static int alloc_loop(fpdt_bwd *B)
         CPB_TRY(cpb_alloc(ctx, &B->qf[s], m->nq, E, CPB_TAG_FETCH, "fpdt_q_fetch"));
         CPB_TRY(cpb_alloc(ctx, &B->dof[s], m->nq, E, CPB_TAG_FETCH, "fpdt_dO_fetch"));
         CPB_TRY(cpb_alloc(ctx, &B->lsef[s], m->nlse, CPB_FP32, CPB_TAG_FETCH, "fpdt_lse_fetch"));
-        CPB_TRY(cpb_alloc(ctx, &B->delf[s], m->nlse, CPB_FP32, CPB_TAG_FETCH, "fpdt_delta_fetch"));
+        if (m->bwd_o)
+            CPB_TRY(cpb_alloc(ctx, &B->of[s], m->nq, E, CPB_TAG_FETCH, "fpdt_o_fetch"));
+        else
+            CPB_TRY(cpb_alloc(ctx, &B->delf[s], m->nlse, CPB_FP32, CPB_TAG_FETCH, "fpdt_delta_fetch"));
         CPB_TRY(cpb_alloc(ctx, &B->dqa[s], m->nq, CPB_FP32, CPB_TAG_GRAD_ACT, "fpdt_dq_acc"));
     }
     const int64_t Hd = (int64_t)m->H * m->d, Gd = (int64_t)m->G * m->d;
@@ -63,7 +68,7 @@ static int free_all(fpdt_bwd *B)
     fpdt_state *st = B->st;
     cpb_buf **all[] = {&B->kf[0], &B->vf[0], &B->kf[1], &B->vf[1], &B->dka, &B->dva, &B->qf[0], &B->dof[0],
                        &B->lsef[0], &B->delf[0], &B->dqa[0], &B->qf[1], &B->dof[1], &B->lsef[1], &B->delf[1],
-                       &B->dqa[1], &B->dqs, &B->dks, &B->dvs, &B->dqr, &B->dkr, &B->dvr, &B->dqseq,
+                       &B->dqa[1], &B->of[0], &B->of[1], &B->dqs, &B->dks, &B->dvs, &B->dqr, &B->dkr, &B->dvr, &B->dqseq,
                        &B->dkseq, &B->dvseq, &B->dxa, &B->do_h, &B->dl_h, &B->dq_h, &st->q_h, &st->k_h,
                        &st->v_h, &st->lse_h, &st->o_h, &st->os_h};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) CPB_TRY(cpb_free(ctx, B->comp, all[i]));
@@ -91,7 +96,10 @@ static int fetch_q(fpdt_bwd *B, int64_t i, int64_t j, int s)
     CPB_TRY(cpb_copy(ctx, B->copy, cpb_whole(B->qf[s]), cpb_span(st->q_h, j * m->nq, m->nq)));
     CPB_TRY(cpb_copy(ctx, B->copy, cpb_whole(B->dof[s]), cpb_span(B->do_h, j * m->nq, m->nq)));
     CPB_TRY(cpb_copy(ctx, B->copy, cpb_whole(B->lsef[s]), cpb_span(st->lse_h, j * m->nlse, m->nlse)));
-    CPB_TRY(cpb_copy(ctx, B->copy, cpb_whole(B->delf[s]), cpb_span(B->dl_h, j * m->nlse, m->nlse)));
+    if (m->bwd_o)
+        CPB_TRY(cpb_copy(ctx, B->copy, cpb_whole(B->of[s]), cpb_span(st->o_h, j * m->nq, m->nq)));
+    else
+        CPB_TRY(cpb_copy(ctx, B->copy, cpb_whole(B->delf[s]), cpb_span(B->dl_h, j * m->nlse, m->nlse)));
     if (i > 0) CPB_TRY(cpb_copy(ctx, B->copy, cpb_whole(B->dqa[s]), cpb_span(B->dq_h, (j - 1) * m->nq, m->nq)));
     return cpb_event_record(ctx, B->copy, &B->ev_q[s]);
 }
@@ -115,7 +123,10 @@ static int block(fpdt_bwd *B, int64_t i, int64_t j, int64_t n)
     a.k = fpdt_head_view(m, B->kf[kvs], 0, m->hk);
     a.v = fpdt_head_view(m, B->vf[kvs], 0, m->hk);
     a.lse = fpdt_lse_view(m, B->lsef[s], 0);
-    a.delta = fpdt_lse_view(m, B->delf[s], 0);
+    if (m->bwd_o)
+        a.o = fpdt_head_view(m, B->of[s], 0, m->hq);
+    else
+        a.delta = fpdt_lse_view(m, B->delf[s], 0);
     a.d_o = fpdt_head_view(m, B->dof[s], 0, m->hq);
     a.dq = fpdt_head_view(m, B->dqa[s], 0, m->hq);
     a.dk = fpdt_head_view(m, B->dka, 0, m->hk);

@@ -46,6 +46,10 @@ int fpdt_dims_init(const cpb_problem *p, int rank, fpdt_dims *m, char *why, size
     const char *impl = cpb_knob_str(p, "fpdt_impl");
     if (impl[0] && strcmp(impl, "deepspeed") != 0 && strcmp(impl, "pipelined") != 0)
         REFUSE("fpdt: unknown schedule '%s' (--fpdt-impl deepspeed or pipelined)", impl);
+    const char *bwd = cpb_knob_str(p, "fpdt_bwd");
+    if (!fpdt_pipelined(p) && strcmp(bwd, "delta") == 0)
+        REFUSE("fpdt: --fpdt-bwd delta is a choice of the pipelined schedule (--fpdt-impl pipelined); "
+               "DeepSpeed's backward loads o");
     if (!fpdt_pipelined(p) && u > FPDT_DS_MAX_CHUNKS)
         REFUSE("fpdt: %lld chunks exceed the %d DeepSpeed's schedule keeps tables for; use a larger --seq-chunk "
                "(or --fpdt-impl pipelined)", (long long)u, FPDT_DS_MAX_CHUNKS);
@@ -74,6 +78,7 @@ int fpdt_dims_init(const cpb_problem *p, int rank, fpdt_dims *m, char *why, size
     m->nlse = (int64_t)m->hq * chunk;
     m->E = p->dtype;
     m->base = p->rope_base;
+    m->bwd_o = strcmp(bwd, "delta") != 0;
     return CPB_OK;
 }
 
@@ -127,6 +132,12 @@ static const cpb_knob fpdt_knobs[] = {
     /* the knob changes the schedule, so it is the method's */
     {.name = "fpdt_impl", .type = CPB_KNOB_CHOICE, .def = "deepspeed", .choices = "deepspeed|pipelined",
      .arg = "deepspeed|pipelined", .help = "DeepSpeed's schedule (the default) or the pipelined one"},
+    /* what the pipelined backward's KV loop loads besides q, dO and lse: o, so cuDNN's
+     * backward (which derives delta from o) serves its blocks; or delta = rowsum(dO * o),
+     * 1/d of o's elements in fp32, which only our kernels take (docs/attention.md) */
+    {.name = "fpdt_bwd", .type = CPB_KNOB_CHOICE, .def = "o", .choices = "o|delta", .arg = "o|delta",
+     .help = "pipelined schedule: the backward loads each chunk's o (cuDNN serves it) or only delta = "
+             "rowsum(dO*o) (less host traffic; our attention kernels only)"},
     {NULL}};
 
 int fpdt_pipelined(const cpb_problem *p)

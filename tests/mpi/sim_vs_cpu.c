@@ -73,8 +73,9 @@ int main(int argc, char **argv)
         for (int ai = 0; ai < 2; ai++) {
         const char *attn = ai ? "cudnn" : "own";
         for (int mi = 0; mi < cpb_method_count(); mi++)
-        /* fpdt has two schedules (--fpdt-impl): both are compared */
-        for (int impl = 0; impl < (strcmp(cpb_method_at(mi)->name, "fpdt") == 0 ? 2 : 1); impl++) {
+        /* fpdt has two schedules (--fpdt-impl), the pipelined one two backwards (--fpdt-bwd
+         * o|delta): all three are compared */
+        for (int impl = 0; impl < (strcmp(cpb_method_at(mi)->name, "fpdt") == 0 ? 3 : 1); impl++) {
             const cpb_method *m = cpb_method_at(mi);
             cpb_problem p;
             memset(&p, 0, sizeof p);
@@ -87,6 +88,7 @@ int main(int argc, char **argv)
             cpb_knobs_set_str(&p.knobs, "attn", attn);
             cpb_knobs_set_int(&p.knobs, "seq_chunk", p.S / 4); /* fpdt: four chunks */
             cpb_knobs_set_str(&p.knobs, "fpdt_impl", impl ? "pipelined" : "deepspeed");
+            if (impl == 2) cpb_knobs_set_str(&p.knobs, "fpdt_bwd", "delta");
             char why[512];
             if (m->check && m->check(&p, why, sizeof why) != CPB_OK) continue;
             /* cpu: the real trial, largest values over the ranks */
@@ -127,7 +129,7 @@ int main(int argc, char **argv)
             compared++;
             printf("%s %-8s%s --attn %s (%s) H %d G %d C %d S %lld: peak cpu %lld sim %lld, intermediate %lld/%lld, host %lld/%lld\n",
                    ok ? "ok  " : "FAIL", m->name,
-                   strcmp(m->name, "fpdt") ? "" : (impl ? " pipelined" : " deepspeed"), attn, sr.attn_impl, p.H, p.G, C, (long long)p.S, (long long)cpu_max[0], (long long)sim[0],
+                   strcmp(m->name, "fpdt") ? "" : (impl == 2 ? " pipelined/delta" : impl ? " pipelined" : " deepspeed"), attn, sr.attn_impl, p.H, p.G, C, (long long)p.S, (long long)cpu_max[0], (long long)sim[0],
                    (long long)cpu_max[1], (long long)sim[1], (long long)cpu_max[4], (long long)sim[4]);
             if (!ok) {
                 failures++;

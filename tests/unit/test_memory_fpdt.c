@@ -31,6 +31,7 @@ static cpb_problem problem(int64_t S, int64_t chunk, int C, int H, int G, int d,
 /* the chunk geometry of DESIGN section 4 (fpdt) */
 typedef struct geo {
     int64_t u, c, hq, hk, nq, nkv, nlse, E;
+    int bwd_o; /* --fpdt-bwd o (the default): the KV loop loads o_j; delta: delta_j */
 } geo;
 
 static geo geometry(const cpb_problem *p)
@@ -45,6 +46,7 @@ static geo geometry(const cpb_problem *p)
     g.nkv = chunk * g.hk * p->d;             /* a K or V chunk, head side */
     g.nlse = g.hq * chunk;                   /* a chunk's lse or delta (fp32) */
     g.E = p->dtype == CPB_BF16 ? 2 : 4;
+    g.bwd_o = strcmp(cpb_knob_str(p, "fpdt_bwd"), "delta") != 0;
     return g;
 }
 
@@ -65,31 +67,35 @@ static int64_t fwd_intermediate(const cpb_problem *p)
 }
 
 /* fp32 elements of the attention backward's workspace for one (i, j) block, from the
- * runtime's one sizing function (delta is given, so it is the dq accumulator alone) */
+ * runtime's one sizing function: the dq accumulator, and the delta rows it derives from o
+ * when delta is not given (--fpdt-bwd o) */
 static int64_t attn_bwd_workspace(const cpb_problem *p)
 {
     geo g = geometry(p);
     cpb_buf delta = {0};
     cpb_attn_args a = {0};
     a.q = cpb_heads(NULL, 0, cpb_knob_int(p, "seq_chunk"), g.hq, p->d, g.hq * p->d, p->d);
-    a.delta = cpb_heads(&delta, 0, cpb_knob_int(p, "seq_chunk"), g.hq, 1, 1, cpb_knob_int(p, "seq_chunk"));
+    if (!g.bwd_o) a.delta = cpb_heads(&delta, 0, cpb_knob_int(p, "seq_chunk"), g.hq, 1, 1, cpb_knob_int(p, "seq_chunk"));
     int64_t ws = cpb_attn_bwd_workspace_elems(&a);
-    cr_assert_eq(ws, g.nq, "the attention backward workspace is no longer one fp32 dq: update the formulas");
+    cr_assert_eq(ws, g.nq + (g.bwd_o ? g.nlse : 0),
+                 "the attention backward workspace is no longer an fp32 dq (and delta rows): update the formulas");
     return ws;
 }
 
-/* backward, KV loop: K,V slots, fp32 dK,dV; per q slot q, dO (storage), lse, delta, dq
- * (fp32); finishing a chunk: dq,dk,dv send + receive + sequence layout (storage), the fp32
- * accumulator of the chunk's dx;
- * the attention backward's workspace */
+/* backward, KV loop: K,V slots, fp32 dK,dV; per q slot q, dO (storage), lse (fp32), o
+ * (storage; --fpdt-bwd delta: delta, fp32), dq (fp32); finishing a chunk: dq,dk,dv send +
+ * receive + sequence layout (storage), the fp32 accumulator of the chunk's dx;
+ * the attention backward's workspace.  The first pass (prep): dO send and head layout, o
+ * in sequence layout (and with delta: o in head layout and delta) */
 static int64_t bwd_intermediate(const cpb_problem *p)
 {
     geo g = geometry(p);
     int64_t kvs = min64(2, g.u), qs = min64(2, g.u * (g.u + 1) / 2);
     int64_t cGd = g.c * p->G * p->d;
-    int64_t loop = g.E * 2 * kvs * g.nkv + 4 * 2 * g.nkv + qs * (g.E * 2 * g.nq + 4 * (2 * g.nlse + g.nq));
+    int64_t slot = g.bwd_o ? g.E * 3 * g.nq + 4 * (g.nlse + g.nq) : g.E * 2 * g.nq + 4 * (2 * g.nlse + g.nq);
+    int64_t loop = g.E * 2 * kvs * g.nkv + 4 * 2 * g.nkv + qs * slot;
     int64_t finish = g.E * (3 * g.nq + 4 * g.nkv + 2 * cGd) + 4 * g.c * p->D;
-    int64_t prep = g.E * 4 * g.nq + 4 * g.nlse;
+    int64_t prep = g.bwd_o ? g.E * 3 * g.nq : g.E * 4 * g.nq + 4 * g.nlse;
     int64_t main = loop + finish + 4 * attn_bwd_workspace(p);
     return main > prep ? main : prep;
 }
@@ -101,26 +107,28 @@ static int64_t expected_intermediate(const cpb_problem *p)
 }
 
 /* pinned host at its peak (backward's first pass, everything allocated): q, o (head and
- * sequence layout), dO (storage) and K, V of every chunk; fp32 lse and delta; fp32 dq
- * accumulators of chunks 1..u-1 */
+ * sequence layout), dO (storage) and K, V of every chunk; fp32 lse (and delta with
+ * --fpdt-bwd delta); fp32 dq accumulators of chunks 1..u-1 */
 static int64_t expected_host(const cpb_problem *p)
 {
     geo g = geometry(p);
-    return g.E * g.u * (4 * g.nq + 2 * g.nkv) + 4 * (2 * g.u * g.nlse + (g.u - 1) * g.nq);
+    return g.E * g.u * (4 * g.nq + 2 * g.nkv) + 4 * ((g.bwd_o ? 1 : 2) * g.u * g.nlse + (g.u - 1) * g.nq);
 }
 
 /* host<->device bytes: forward offloads q, K, V, o (2 layouts), lse of each chunk and
- * fetches K,V of chunks 0..i-1 for chunk i; backward fetches o (2 layouts), offloads dO,
- * delta once per chunk, fetches K,V once per outer step, and for each of the u(u+1)/2
- * blocks q, dO, lse, delta, plus dq in and out for the blocks off the first outer step. */
+ * fetches K,V of chunks 0..i-1 for chunk i; backward fetches o (sequence layout; with
+ * --fpdt-bwd delta also head layout) and offloads dO (and delta) once per chunk, fetches
+ * K,V once per outer step, and for each of the u(u+1)/2 blocks q, dO, lse and o (or
+ * delta), plus dq in and out for the blocks off the first outer step. */
 static double expected_pcie(const cpb_problem *p)
 {
     geo g = geometry(p);
     double E = (double)g.E, u = (double)g.u;
     double pairs = u * (u + 1) / 2, later = pairs - u; /* blocks (i, j) with j > i */
     double fwd = u * (E * (3 * g.nq + 2 * g.nkv) + 4 * g.nlse) + (u * (u - 1) / 2) * E * 2 * g.nkv;
-    double prep = u * (E * 3 * g.nq + 4 * g.nlse);
-    double loop = u * E * 2 * g.nkv + pairs * (E * 2 * g.nq + 4 * 2 * g.nlse) + 2 * later * 4 * g.nq;
+    double prep = g.bwd_o ? u * E * 2 * g.nq : u * (E * 3 * g.nq + 4 * g.nlse);
+    double block = g.bwd_o ? E * 3 * g.nq + 4 * g.nlse : E * 2 * g.nq + 4 * 2 * g.nlse;
+    double loop = u * E * 2 * g.nkv + pairs * block + 2 * later * 4 * g.nq;
     return fwd + prep + loop;
 }
 
@@ -157,7 +165,8 @@ static void check_exact(const cpb_problem *p)
 
 Test(memory_fpdt, bytes_match_the_formulas)
 {
-    /* G < C (replicated kv), G > C, fp32 and bf16, several chunk counts incl. u = 1, 2 */
+    /* G < C (replicated kv), G > C, fp32 and bf16, several chunk counts incl. u = 1, 2;
+     * each with the KV loop loading o (the default) and delta */
     cpb_problem cases[] = {
         problem(4096, 1024, 4, 8, 2, 32, 256, CPB_BF16),
         problem(3072, 1024, 4, 16, 8, 16, 192, CPB_FP32),
@@ -165,7 +174,12 @@ Test(memory_fpdt, bytes_match_the_formulas)
         problem(1000, 1000, 5, 5, 5, 8, 48, CPB_FP32),
         problem(12 * 120, 120, 8, 8, 1, 8, 40, CPB_BF16),
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_exact(&cases[i]);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        check_exact(&cases[i]);
+        cpb_problem pd = cases[i];
+        cpb_knobs_set_str(&pd.knobs, "fpdt_bwd", "delta");
+        check_exact(&pd);
+    }
 }
 
 Test(memory_fpdt, device_flat_host_linear_when_S_doubles)
@@ -198,6 +212,13 @@ Test(memory_fpdt, host_device_traffic_is_quadratic_in_chunks)
               "u=8: %.0f PCIe bytes, formula %.0f", rb.pcie_bytes, expected_pcie(&b));
     /* doubling u more than doubles the traffic (the u(u+1)/2 blocks dominate) */
     cr_expect_gt(rb.pcie_bytes, 2.5 * ra.pcie_bytes);
+    /* loading delta instead of o moves fewer bytes per block: E*nq - 4*nlse of them */
+    cpb_problem ad = a;
+    cpb_knobs_set_str(&ad.knobs, "fpdt_bwd", "delta");
+    cpb_row rd = sim(&ad, "fpdt");
+    cr_expect(rd.pcie_bytes > 0.999 * expected_pcie(&ad) && rd.pcie_bytes < 1.001 * expected_pcie(&ad),
+              "u=4, --fpdt-bwd delta: %.0f PCIe bytes, formula %.0f", rd.pcie_bytes, expected_pcie(&ad));
+    cr_expect_lt(rd.pcie_bytes, ra.pcie_bytes);
 }
 
 Test(memory_fpdt, below_ulysses_at_long_sequences)
