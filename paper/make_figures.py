@@ -73,13 +73,13 @@ def parse_size(s):
 
 def base_method(label):
     """'fpdt/pipelined @deepspeed' -> 'fpdt' (the published tables name the base method)"""
-    return label.split(" @")[0].split("/")[0]
+    return label.split(" [")[0].split(" @")[0].split("/")[0]
 
 
 def variant(r):
     """a method's label with the options that change its schedule or setup: fpdt's
     --fpdt-impl when not DeepSpeed's (the default), the model scope's --framework when not
-    torchtitan (the default)"""
+    torchtitan (the default), --attn when not auto"""
     label = r["method"]
     impl = r.get("fpdt_impl", "") or ""
     if label == "fpdt" and impl not in ("", "deepspeed"):
@@ -87,6 +87,10 @@ def variant(r):
     fw = r.get("framework", "") or ""
     if fw not in ("", "torchtitan"):
         label += " @" + fw
+    # --attn when not the default (auto: cuDNN wherever it serves a call)
+    attn = str(r.get("attn", "") or "")
+    if attn not in ("", "auto"):
+        label += " [attn %s]" % attn
     return label
 
 
