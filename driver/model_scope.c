@@ -47,6 +47,14 @@ static shape shape_of(const cpb_problem *p, const cpb_model_spec *sp)
     return x;
 }
 
+/* the smallest power of two >= n (n > 0) */
+static int64_t pow2_ceil(int64_t n)
+{
+    int64_t b = 1;
+    while (b < n) b <<= 1;
+    return b;
+}
+
 static void sum(cpb_model_mem *m)
 {
     m->total = m->states + m->gathered + m->comm + m->attn_fixed + m->attn_act + m->ckpt + m->residual + m->work;
@@ -184,8 +192,14 @@ static void memory(cpb_model_estimate *e, const shape *x)
     for (int k = 1; k < CPB_MOMENT_COUNT; k++)
         if (e->moment[k].total > e->moment[e->peak_moment].total) e->peak_moment = k;
     /* host: the offloaded checkpoints, what the method itself keeps on the host, and
-     * FPDT_LogitsLoss's lm_output.to('cpu') */
-    e->host_bytes = (int64_t)((x->L - f->ckpt_device_layers) * sD * BF16) + t->host_peak_bytes;
+     * FPDT_LogitsLoss's lm_output.to('cpu').  A pinned copy is a block of PyTorch's caching
+     * host allocator, which rounds every request up to a power of two and keeps the block
+     * (aten/src/ATen/core/CachingHostAllocator.h: PowerOf2Ceil) [PT]; a pageable one is
+     * malloc'd at its size.  The method's own host buffers are traced at their sizes (for
+     * DeepSpeed's FPDT at 64K-token chunks on Llama's shapes those are powers of two). */
+    e->ckpt_pageable = f->pin_max_tokens <= 0 || e->p.S > f->pin_max_tokens;
+    e->ckpt_host_block = e->ckpt_pageable ? (int64_t)(sD * BF16) : pow2_ceil((int64_t)(sD * BF16));
+    e->host_bytes = (int64_t)(x->L - f->ckpt_device_layers) * e->ckpt_host_block + t->host_peak_bytes;
     if (f->loss == CPB_LOSS_FPDT_CHUNKED) e->host_bytes += (int64_t)(sD * BF16);
 }
 
@@ -213,7 +227,10 @@ static void timing(cpb_model_estimate *e, const shape *x, const cpb_sim_hw *hw)
     double T = mlp_tile(f, x, &e->p);
     double eff = cpb_sim_gemm_eff(hw, (int64_t)T, (int64_t)x->F, (int64_t)x->D, 1);
     double mlp_fwd = 3 * 2 * x->s * x->D * x->F / (hw->peak_flops * eff);
-    e->mlp_layer_s = f->mlp_passes * mlp_fwd;
+    /* each tile's backward adds its weight gradient into the layer's (the framework's
+     * accumulator: bf16 .grad or fp32 buffers), HBM bound */
+    e->mlp_acc_s = ceil(x->s / T) * f->mlp_grad_acc_bytes * 3 * x->D * x->F / hw->hbm_bw;
+    e->mlp_layer_s = f->mlp_passes * mlp_fwd + e->mlp_acc_s;
     /* two RMSNorms (read + write [s, D]) and two residual adds (two reads, one write) per
      * pass, HBM bound; passes: forward, recompute, backward counted twice */
     e->norm_layer_s = 4 * (2 * 2 + 2 * 3) * sD * BF16 / hw->hbm_bw;
@@ -232,7 +249,6 @@ static void timing(cpb_model_estimate *e, const shape *x, const cpb_sim_hw *hw)
     /* checkpoint offload: [s, D] bf16 to the host in the forward and back in the backward
      * for every offloaded layer, while every GPU of the node does the same; pageable above
      * the framework's pinning limit */
-    e->ckpt_pageable = f->pin_max_tokens <= 0 || e->p.S > f->pin_max_tokens;
     double offloaded = (x->L - f->ckpt_device_layers) / x->L;
     e->ckpt_layer_s = offloaded > 0 ? offloaded * 2 * sD * BF16 / host_copy_bw(hw, x, e->ckpt_pageable) : 0;
     /* The checkpoint copies of save_on_cpu / DeepSpeed's checkpoint_in_cpu run on the
@@ -258,6 +274,8 @@ static void timing(cpb_model_estimate *e, const shape *x, const cpb_sim_hw *hw)
         e->loss_s = 54 * x->s * x->V / hw->hbm_bw + 2 * sD * BF16 / host_copy_bw(hw, x, 1);
     else
         e->loss_s = 12 * x->s * x->V / hw->hbm_bw;
+    /* and each chunk adds its head-gradient product into the [V, D] accumulator */
+    e->loss_s += ceil(x->s / chunk) * f->head_grad_acc_bytes * x->V * x->D / hw->hbm_bw;
     /* the optimizer over this GPU's shard, HBM bound */
     e->optimizer_s = f->optimizer_bytes * x->p_total / x->C / hw->hbm_bw;
     e->step_s = x->L * e->layer_s + e->head_s + e->loss_s + e->optimizer_s;
@@ -335,8 +353,10 @@ int cpb_model_estimate_new(const cpb_problem *p, const cpb_method *m, const cpb_
     } else if (e->host_bytes > e->host_capacity) {
         e->status = CPB_ERR_NOMEM_HOST;
         snprintf(e->reason, sizeof e->reason, "host memory: needs %.2f GiB per GPU for offloaded checkpoints%s, "
-                 "%.2f GiB available (node host memory / GPUs per node; --host-ram)", e->host_bytes / 1073741824.0,
-                 e->attn.host_peak_bytes ? " and the method's host buffers" : "", e->host_capacity / 1073741824.0);
+                 "%.2f GiB available (node host memory / GPUs per node; --host-ram)%s", e->host_bytes / 1073741824.0,
+                 e->attn.host_peak_bytes ? " and the method's host buffers" : "", e->host_capacity / 1073741824.0,
+                 e->ckpt_pageable ? "" : "; pinned checkpoint copies are rounded up to powers of two by PyTorch's "
+                                         "caching host allocator");
     }
     *out = e;
     return CPB_OK;

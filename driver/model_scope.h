@@ -62,7 +62,9 @@ typedef struct cpb_framework {
     double mlp_passes;       /* MLP forward-equivalents per step (3 GEMMs each) */
     int mlp_tile_buffers;    /* [T, F] storage-dtype buffers of one tile's backward */
     int mlp_fp32_grads;      /* 1: fp32 accumulators of the MLP weight gradients */
+    int mlp_grad_acc_bytes;  /* HBM bytes per MLP weight element per tile to add the tile's weight gradient */
     int loss;                /* CPB_LOSS_* */
+    int head_grad_acc_bytes; /* HBM bytes per LM-head element per loss chunk to add its gradient */
 } cpb_framework;
 
 /* `name` (NULL or "" = torchtitan, the default); NULL when unknown */
@@ -110,9 +112,11 @@ typedef struct cpb_model_estimate {
     int64_t capacity;               /* usable device bytes */
     int64_t host_bytes, host_capacity; /* host bytes per GPU (checkpoints + method) */
     int ckpt_pageable;              /* checkpoint copies are pageable (not pinned) */
+    int64_t ckpt_host_block;        /* host bytes one offloaded checkpoint holds (pinned: rounded up to 2^k) */
     /* time per step, seconds */
     double attn_layer_s;            /* forward + recomputed forward + backward */
     double mlp_layer_s, norm_layer_s, fsdp_layer_s, ckpt_layer_s, layer_s;
+    double mlp_acc_s;               /* of mlp_layer_s: adding each tile's weight gradient */
     double loss_s;                  /* the loss's element-wise passes and copies */
     double head_s, optimizer_s, step_s;
     double model_flops;             /* per step, without the recomputation (cpb_row_rates) */

@@ -46,7 +46,9 @@ static const cpb_framework frameworks[] = {
          * a copy on the compute stream (blocking it), both ways */
         .ckpt_device_layers = 2,
         .ckpt_blocking = 1,
-        /* [PN] the paper's runs turn pinning off above 4M tokens: pageable copies */
+        /* [PN] the paper's runs turn pinning off above 4M tokens: pageable copies
+         * (run_all_8B.sh sets INP_PIN_MEMORY=False there; pinned, 5M's 5 GiB layer inputs
+         * would each hold an 8 GiB block of PyTorch's caching host allocator [PT]) */
         .pin_max_tokens = (int64_t)4 << 20,
         /* [TT] TiledMLP (Arctic Long Sequence Training's, patch_torch_files/ulysses_sp.py):
          * tiles of D tokens; its backward recomputes each tile's forward: forward,
@@ -55,7 +57,13 @@ static const cpb_framework frameworks[] = {
         .mlp_passes = 5.0,
         .mlp_tile_buffers = 6,
         .mlp_fp32_grads = 0,
+        /* [TT] TiledMLP runs autograd per tile: AccumulateGrad adds each tile's bf16 weight
+         * gradient into .grad (the product written and read, .grad read and written) */
+        .mlp_grad_acc_bytes = 8,
         .loss = CPB_LOSS_FUSED_LINEAR_CE,
+        /* [TT] Liger's fused linear cross-entropy: torch.addmm(out=grad_weight, beta=1) per
+         * chunk, the bf16 head gradient read and written in the GEMM's epilogue */
+        .head_grad_acc_bytes = 4,
         .source = "github.com/togethercomputer/Untied-Ulysses torchtitan/ (FSDP2, TiledMLP, save_on_cpu "
                   "offload, Liger fused linear cross-entropy)",
     },
@@ -92,7 +100,13 @@ static const cpb_framework frameworks[] = {
         .mlp_passes = 14.0 / 3.0,
         .mlp_tile_buffers = 12,
         .mlp_fp32_grads = 1,
+        /* [MDS] FPDT_FFN's backward: grad_w1.add_(matmul(...)), grad_w2.add_(...) per chunk:
+         * the fp16 product written and read, the fp32 accumulator read and written */
+        .mlp_grad_acc_bytes = 12,
         .loss = CPB_LOSS_FPDT_CHUNKED,
+        /* [MDS] FPDT_LogitsLoss's backward: grad_logit_weights.add_(matmul(...)) per chunk
+         * into an fp32 [V, D] accumulator, as FPDT_FFN's */
+        .head_grad_acc_bytes = 12,
         .source = "github.com/togethercomputer/Untied-Ulysses FPDT/Megatron-DeepSpeed (ZeRO-3 fp16, "
                   "checkpoint-in-cpu, FPDT_FFN, FPDT_LogitsLoss); DeepSpeed 0.17.4",
     },

@@ -161,17 +161,40 @@ Test(sim_model, frameworks_term_by_term)
     /* time: five MLP forward-equivalents against FPDT_FFN's 14/3; checkpoint copies on the
      * compute stream, pinned up to 4M tokens (TorchTitan) or always pageable (DeepSpeed) */
     /* (both tiles are 4096 tokens here: D, and FPDT's 65536 / 8 / 2) */
-    cr_expect_float_eq(a->mlp_layer_s / b->mlp_layer_s, 5.0 / (14.0 / 3.0), 1e-9);
+    cr_expect_float_eq((a->mlp_layer_s - a->mlp_acc_s) / (b->mlp_layer_s - b->mlp_acc_s), 5.0 / (14.0 / 3.0), 1e-9);
+    /* each tile adds its weight gradient: bf16 .grad (8 bytes per element) against
+     * FPDT_FFN's fp32 accumulators (12), 32 tiles of 4096 tokens either way */
+    cr_expect_float_eq(a->mlp_acc_s / b->mlp_acc_s, 8.0 / 12.0, 1e-9);
+    cr_expect_gt(a->mlp_acc_s, 0);
     cr_expect_eq(a->ckpt_pageable, 0);
     cr_expect_eq(b->ckpt_pageable, 1);
     cr_expect_gt(b->ckpt_layer_s, a->ckpt_layer_s);
     cpb_model_estimate_free(a);
     cpb_model_estimate_free(b);
-    /* above 4M tokens TorchTitan's copies are pageable too */
+    /* above 4M tokens TorchTitan's copies are pageable too: malloc'd at their size */
     p = llama(5 << 20);
     cr_assert_eq(cpb_model_estimate_new(&p, m, NULL, &a, err, sizeof err), CPB_OK, "%s", err);
     cr_expect_eq(a->ckpt_pageable, 1);
+    cr_expect_eq(a->host_bytes, 30 * ((5LL << 20) / 8 * 4096 * 2) + a->attn.host_peak_bytes);
     cpb_model_estimate_free(a);
+    /* a pinned copy is a block of PyTorch's caching host allocator: rounded up to a power of
+     * two, so 3M tokens' 3 GiB layer inputs hold 4 GiB each; 4M's 4 GiB are exact */
+    p = llama(3 << 20);
+    cr_assert_eq(cpb_model_estimate_new(&p, m, NULL, &a, err, sizeof err), CPB_OK, "%s", err);
+    cr_expect_eq(a->ckpt_pageable, 0);
+    cr_expect_eq(a->ckpt_host_block, 4LL << 30);
+    cr_expect_eq(a->host_bytes, 30 * (4LL << 30) + a->attn.host_peak_bytes);
+    cpb_model_estimate_free(a);
+    p = llama(4 << 20);
+    cr_assert_eq(cpb_model_estimate_new(&p, m, NULL, &a, err, sizeof err), CPB_OK, "%s", err);
+    cr_expect_eq(a->ckpt_host_block, 4LL << 30);
+    cpb_model_estimate_free(a);
+    /* DeepSpeed's checkpoint_in_cpu copies are pageable at every length: no rounding */
+    pd = llama(3 << 20);
+    cpb_knobs_set_str(&pd.knobs, "framework", "deepspeed");
+    cr_assert_eq(cpb_model_estimate_new(&pd, m, NULL, &b, err, sizeof err), CPB_OK, "%s", err);
+    cr_expect_eq(b->ckpt_host_block, (3LL << 20) / 8 * 4096 * 2);
+    cpb_model_estimate_free(b);
     /* an unknown setup is bad input */
     cpb_knobs_set_str(&p.knobs, "framework", "megatron");
     cr_expect_eq(cpb_model_estimate_new(&p, m, NULL, &a, err, sizeof err), CPB_ERR_INVALID);
