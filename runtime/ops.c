@@ -285,26 +285,39 @@ static int cudnn_workspace(cpb_ctx *ctx, const cpb_attn_args *a, int bwd, cpb_bu
     return cpb_alloc(ctx, ws, (bytes + 3) / 4, CPB_FP32, CPB_TAG_WORKSPACE, bwd ? "cudnn_bwd_ws" : "cudnn_fwd_ws");
 }
 
-/* one forward op on the backend (cuDNN's with its tracked workspace) */
-static int attn_fwd_op(cpb_ctx *ctx, int stream, const cpb_attn_args *a, cpb_attn_impl impl)
+/* one attention op on the backend, forward or backward, with its workspace from the
+ * tracked allocator (DESIGN section 3): cuDNN's of its declared bound, or our kernels'
+ * fp32 backward workspace (their forward needs none) */
+static int attn_op(cpb_ctx *ctx, int stream, const cpb_attn_args *a, cpb_attn_impl impl, int bwd)
 {
     cpb_buf *ws = NULL;
-    if (impl == CPB_ATTN_CUDNN) CPB_TRY(cudnn_workspace(ctx, a, 0, &ws));
-    cpb_op_begin(ctx, stream, "attn_fwd");
-    operand ops[] = {{"q", &a->q, 0, 0}, {"k", &a->k, 0, 0}, {"v", &a->v, 0, 0},
-                     {"o", &a->o, 1, 0}, {"lse", &a->lse, 1, 0}};
-    int rc = operands(ctx, stream, ctx->opname, ops, 5, 1);
+    if (impl == CPB_ATTN_CUDNN)
+        CPB_TRY(cudnn_workspace(ctx, a, bwd, &ws));
+    else if (bwd)
+        CPB_TRY(cpb_alloc(ctx, &ws, cpb_attn_bwd_workspace_elems(a), CPB_FP32, CPB_TAG_WORKSPACE, "attn_bwd_ws"));
+    cpb_op_begin(ctx, stream, bwd ? "attn_bwd" : "attn_fwd");
+    operand fwd_ops[] = {{"q", &a->q, 0, 0}, {"k", &a->k, 0, 0}, {"v", &a->v, 0, 0},
+                         {"o", &a->o, 1, 0}, {"lse", &a->lse, 1, 0}};
+    operand bwd_ops[] = {{"q", &a->q, 0, 0},      {"k", &a->k, 0, 0},         {"v", &a->v, 0, 0},
+                         {"o", &a->o, 0, 1},      {"dO", &a->d_o, 0, 0},      {"lse", &a->lse, 0, 0},
+                         {"delta", &a->delta, 0, 1}, {"dq", &a->dq, 1, 0},    {"dk", &a->dk, 1, 0},
+                         {"dv", &a->dv, 1, 0}};
+    int rc = bwd ? operands(ctx, stream, ctx->opname, bwd_ops, 10, 1) : operands(ctx, stream, ctx->opname, fwd_ops, 5, 1);
     if (rc == CPB_OK && ws) {
         cpb_view wsv = cpb_whole(ws);
         rc = cpb_race_access(ctx, stream, &wsv, 1);
     }
     if (rc == CPB_OK) {
         cpb_op op = {0};
-        op.kind = CPB_OP_ATTN_FWD;
+        op.kind = bwd ? CPB_OP_ATTN_BWD : CPB_OP_ATTN_FWD;
         op.stream = stream;
         int64_t pairs = cpb_attn_pairs(a->q.rows, a->k.rows, a->causal, a->q_pos0, a->k_pos0);
-        op.flops = 4.0 * (double)pairs * (double)a->q.dim * (double)a->q.heads;
-        op.bytes = vbytes(&a->q) + vbytes(&a->k) + vbytes(&a->v) + vbytes(&a->o) + vbytes(&a->lse);
+        /* DESIGN section 6: 4 FLOPs per (query, key) pair, head and dim forward, 10 backward */
+        op.flops = (bwd ? 10.0 : 4.0) * (double)pairs * (double)a->q.dim * (double)a->q.heads;
+        op.bytes = bwd ? vbytes(&a->q) + vbytes(&a->k) + vbytes(&a->v) + vbytes(&a->d_o) + vbytes(&a->lse) +
+                             2.0 * (vbytes(&a->dq) + vbytes(&a->dk) + vbytes(&a->dv)) +
+                             (a->o.buf ? vbytes(&a->o) : vbytes(&a->delta))
+                       : vbytes(&a->q) + vbytes(&a->k) + vbytes(&a->v) + vbytes(&a->o) + vbytes(&a->lse);
         op.u.attn.a = a;
         op.u.attn.ws = ws;
         op.u.attn.pairs = pairs;
@@ -315,7 +328,6 @@ static int attn_fwd_op(cpb_ctx *ctx, int stream, const cpb_attn_args *a, cpb_att
     return rc != CPB_OK ? rc : rc2;
 }
 
-static int attn_bwd_op(cpb_ctx *ctx, int stream, const cpb_attn_args *a, cpb_attn_impl impl);
 
 /* A call cuDNN serves through temporaries (cpb_attn_route.h, CPB_ATTN_ADAPT_*): what it
  * cannot write or read in place is a contiguous, aligned temporary, copied (o, lse) or
@@ -345,7 +357,7 @@ static int attn_cudnn_adapted(cpb_ctx *ctx, int stream, const cpb_attn_args *a, 
         b.dv = cpb_heads(t[CPB_ATTN_TMP_DV], 0, sk, hk, d, hk * d, d);
         b.accumulate = 0;
     }
-    if (rc == CPB_OK) rc = bwd ? attn_bwd_op(ctx, stream, &b, CPB_ATTN_CUDNN) : attn_fwd_op(ctx, stream, &b, CPB_ATTN_CUDNN);
+    if (rc == CPB_OK) rc = attn_op(ctx, stream, &b, CPB_ATTN_CUDNN, bwd);
     if (rc == CPB_OK && !bwd && t[CPB_ATTN_TMP_O]) rc = cpb_copy(ctx, stream, a->o, b.o);
     if (rc == CPB_OK && !bwd && t[CPB_ATTN_TMP_LSE]) rc = cpb_copy(ctx, stream, a->lse, b.lse);
     if (t[CPB_ATTN_TMP_DQ]) {
@@ -361,64 +373,28 @@ static int attn_cudnn_adapted(cpb_ctx *ctx, int stream, const cpb_attn_args *a, 
     return rc;
 }
 
-int cpb_attn_fwd(cpb_ctx *ctx, int stream, const cpb_attn_args *a)
+/* an attention call: shapes checked, routed (cpb_attn_route_call: the same decision on
+ * every backend), then one op, or cuDNN through temporaries */
+static int attn_call(cpb_ctx *ctx, int stream, const cpb_attn_args *a, int bwd)
 {
-    CPB_TRY(stream_ok(ctx, stream, "attn_fwd"));
-    cpb_op_begin(ctx, stream, "attn_fwd");
-    CPB_TRY(attn_shapes(ctx, a, 0));
+    const char *name = bwd ? "attn_bwd" : "attn_fwd";
+    CPB_TRY(stream_ok(ctx, stream, name));
+    cpb_op_begin(ctx, stream, name);
+    CPB_TRY(attn_shapes(ctx, a, bwd));
     cpb_attn_route r;
-    CPB_TRY(attn_route(ctx, a, 0, &r));
-    if (r.impl == CPB_ATTN_CUDNN && r.adapt) return attn_cudnn_adapted(ctx, stream, a, 0, r.adapt);
-    return attn_fwd_op(ctx, stream, a, r.impl);
+    CPB_TRY(attn_route(ctx, a, bwd, &r));
+    if (r.impl == CPB_ATTN_CUDNN && r.adapt) return attn_cudnn_adapted(ctx, stream, a, bwd, r.adapt);
+    return attn_op(ctx, stream, a, r.impl, bwd);
 }
 
-/* one backward op on the backend, with its workspace */
-static int attn_bwd_op(cpb_ctx *ctx, int stream, const cpb_attn_args *a, cpb_attn_impl impl)
+int cpb_attn_fwd(cpb_ctx *ctx, int stream, const cpb_attn_args *a)
 {
-    /* the op's workspace comes from the tracked allocator (DESIGN section 3) */
-    cpb_buf *ws = NULL;
-    if (impl == CPB_ATTN_CUDNN)
-        CPB_TRY(cudnn_workspace(ctx, a, 1, &ws));
-    else
-        CPB_TRY(cpb_alloc(ctx, &ws, cpb_attn_bwd_workspace_elems(a), CPB_FP32, CPB_TAG_WORKSPACE, "attn_bwd_ws"));
-    cpb_op_begin(ctx, stream, "attn_bwd");
-    operand ops[] = {{"q", &a->q, 0, 0},      {"k", &a->k, 0, 0},         {"v", &a->v, 0, 0},
-                     {"o", &a->o, 0, 1},      {"dO", &a->d_o, 0, 0},      {"lse", &a->lse, 0, 0},
-                     {"delta", &a->delta, 0, 1}, {"dq", &a->dq, 1, 0},    {"dk", &a->dk, 1, 0},
-                     {"dv", &a->dv, 1, 0}};
-    int rc = operands(ctx, stream, ctx->opname, ops, 10, 1);
-    if (rc == CPB_OK) {
-        cpb_view wsv = cpb_whole(ws);
-        rc = cpb_race_access(ctx, stream, &wsv, 1);
-    }
-    if (rc == CPB_OK) {
-        cpb_op op = {0};
-        op.kind = CPB_OP_ATTN_BWD;
-        op.stream = stream;
-        int64_t pairs = cpb_attn_pairs(a->q.rows, a->k.rows, a->causal, a->q_pos0, a->k_pos0);
-        op.flops = 10.0 * (double)pairs * (double)a->q.dim * (double)a->q.heads;
-        op.bytes = vbytes(&a->q) + vbytes(&a->k) + vbytes(&a->v) + vbytes(&a->d_o) +
-                   vbytes(&a->lse) + 2.0 * (vbytes(&a->dq) + vbytes(&a->dk) + vbytes(&a->dv)) +
-                   (a->o.buf ? vbytes(&a->o) : vbytes(&a->delta));
-        op.u.attn.a = a;
-        op.u.attn.ws = ws;
-        op.u.attn.pairs = pairs;
-        op.u.attn.impl = impl;
-        rc = dispatch(ctx, &op);
-    }
-    int rc2 = cpb_free(ctx, stream, &ws);
-    return rc != CPB_OK ? rc : rc2;
+    return attn_call(ctx, stream, a, 0);
 }
 
 int cpb_attn_bwd(cpb_ctx *ctx, int stream, const cpb_attn_args *a)
 {
-    CPB_TRY(stream_ok(ctx, stream, "attn_bwd"));
-    cpb_op_begin(ctx, stream, "attn_bwd");
-    CPB_TRY(attn_shapes(ctx, a, 1));
-    cpb_attn_route r;
-    CPB_TRY(attn_route(ctx, a, 1, &r));
-    if (r.impl == CPB_ATTN_CUDNN && r.adapt) return attn_cudnn_adapted(ctx, stream, a, 1, r.adapt);
-    return attn_bwd_op(ctx, stream, a, r.impl);
+    return attn_call(ctx, stream, a, 1);
 }
 
 int cpb_attn_delta(cpb_ctx *ctx, int stream, cpb_view o, cpb_view d_o, cpb_view delta)
