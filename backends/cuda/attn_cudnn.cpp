@@ -152,12 +152,21 @@ std::shared_ptr<fe::graph::Graph> new_graph()
     return g;
 }
 
+/* the q, k, v every graph starts from */
+struct Qkv {
+    std::shared_ptr<fe::graph::Tensor_attributes> q, k, v;
+};
+
+Qkv qkv(fe::graph::Graph &g, const cudnn_attn_call &c)
+{
+    return {tensor(g, "q", Q, c.sq, c.hq, c.d, c.q), tensor(g, "k", K, c.sk, c.hk, c.d, c.k),
+            tensor(g, "v", V, c.sk, c.hk, c.d, c.v)};
+}
+
 std::shared_ptr<fe::graph::Graph> forward_graph(const cudnn_attn_call &c)
 {
     auto g = new_graph();
-    auto q = tensor(*g, "q", Q, c.sq, c.hq, c.d, c.q);
-    auto k = tensor(*g, "k", K, c.sk, c.hk, c.d, c.k);
-    auto v = tensor(*g, "v", V, c.sk, c.hk, c.d, c.v);
+    auto [q, k, v] = qkv(*g, c);
     auto opts = fe::graph::SDPA_attributes().set_name("attn_fwd").set_generate_stats(true).set_attn_scale(c.scale);
     if (c.causal) opts.set_causal_mask(true); /* top-left: query i sees keys 0..i */
     auto [o, lse] = g->sdpa(q, k, v, opts);
@@ -169,9 +178,7 @@ std::shared_ptr<fe::graph::Graph> forward_graph(const cudnn_attn_call &c)
 std::shared_ptr<fe::graph::Graph> backward_graph(const cudnn_attn_call &c)
 {
     auto g = new_graph();
-    auto q = tensor(*g, "q", Q, c.sq, c.hq, c.d, c.q);
-    auto k = tensor(*g, "k", K, c.sk, c.hk, c.d, c.k);
-    auto v = tensor(*g, "v", V, c.sk, c.hk, c.d, c.v);
+    auto [q, k, v] = qkv(*g, c);
     auto o = tensor(*g, "o", O, c.sq, c.hq, c.d, c.o);
     auto d_o = tensor(*g, "dO", DO, c.sq, c.hq, c.d, c.d_o);
     auto lse = g->tensor(fe::graph::Tensor_attributes()
