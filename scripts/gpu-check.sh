@@ -183,6 +183,9 @@ if [ ${#CPB[@]} -eq 0 ]; then
   exit 1
 fi
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+# every new cuDNN attention plan logs the workspace it needs against the declared bound
+# (cpb_attn_cudnn_workspace_bytes), so the bound the simulator tracks gets measured
+export CPB_CUDNN_WS_LOG=1
 
 # library resolution: the plugin loads, with the cuBLAS/NCCL it names
 "${CPB[@]}" list > "$TMP/list.txt" 2>&1
@@ -296,6 +299,11 @@ fi
   echo
   cat "$PRED"
   if [ -f "$CALIB" ]; then echo; echo "calibration ($CALIB):"; grep -v '^#' "$CALIB"; fi
+  if grep -q "^cudnn workspace:" "$LOG"; then
+    echo; echo "cuDNN attention plans closest to their declared workspace bound (every plan: $LOG):"
+    grep "^cudnn workspace:" "$LOG" | sort -u | awk '{p=$NF; gsub(/[()%]/, "", p); print p "\t" $0}' \
+      | sort -rn | head -5 | cut -f2-
+  fi
   echo
   echo "result: $([ "$FAILED" = 0 ] && echo 'every step passed' || echo 'FAILED (a step failed or was skipped for time)')"
 } > "$SUMMARY_FILE"

@@ -20,6 +20,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -278,6 +279,7 @@ extern "C" int cpb_cudnn_attn_run(const cudnn_attn_call *c, char *err, size_t er
         return -1;
     }
     cudnnHandle_t h = handle_of(s, c->stream, e);
+    const int64_t plans_before = s.nplans;
     std::shared_ptr<fe::graph::Graph> g = h ? plan_of(s, *c, h, e) : nullptr;
     int64_t need = 0;
     if (g) {
@@ -286,6 +288,16 @@ extern "C" int cpb_cudnn_attn_run(const cudnn_attn_call *c, char *err, size_t er
         else if (need > c->ws_bytes)
             e = "the plan needs " + std::to_string(need) + " bytes of workspace, above the declared bound of " +
                 std::to_string(c->ws_bytes) + " (cpb_attn_cudnn_workspace_bytes): raise the bound";
+        /* CPB_CUDNN_WS_LOG=1 (gpu-check sets it): what each new plan really needs against
+         * the bound the simulator and the cpu backend track, so the bound can be measured */
+        const char *log = std::getenv("CPB_CUDNN_WS_LOG");
+        if (s.nplans != plans_before && log && log[0] == '1')
+            std::fprintf(stderr,
+                         "cudnn workspace: %s q %lld x %lld heads, kv %lld x %lld heads, d %lld, %s: plan needs %lld "
+                         "bytes, declared bound %lld (%.1f%%)\n",
+                         c->bwd ? "backward" : "forward", (long long)c->sq, (long long)c->hq, (long long)c->sk,
+                         (long long)c->hk, (long long)c->d, c->causal ? "causal" : "unmasked", (long long)need,
+                         (long long)c->ws_bytes, c->ws_bytes > 0 ? 100.0 * (double)need / (double)c->ws_bytes : 0.0);
     }
     if (g && e.empty()) {
         std::unordered_map<int64_t, void *> pack = {{Q, c->q.p}, {K, c->k.p}, {V, c->v.p}, {O, c->o.p}, {LSE, c->lse.p}};
