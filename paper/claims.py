@@ -50,11 +50,11 @@ WHY_RESERVED = ("the estimate counts allocated bytes; the caching allocator's fr
 # dV per query head (the GQA partials, 2*2*s*Hq*d bytes) beside the fp32 dQ accumulator;
 # FlashAttention 3 accumulates dK and dV per kv head in fp32 (2*4*s*Hkv*d).  Our own kernels'
 # workspace is the fp32 dQ alone, so the two estimates bracket FlashAttention 3's.
-WHY_CUDNN_WORKSPACE = ("the paper ran FlashAttention 3; this estimate runs cuDNN's SDPA, whose backward "
-                       "workspace bound also holds dK and dV per query head (GQA partials, 2*2*s*Hq*d bytes) "
-                       "where FlashAttention 3 keeps fp32 accumulators per kv head (2*4*s*Hkv*d); on our own "
-                       "kernels (--attn own: the fp32 dQ workspace only) the estimate fits %s, so "
-                       "FlashAttention 3's lies between the two")
+WHY_CUDNN_WORKSPACE = ("the paper ran FlashAttention 3; this estimate runs cuDNN's SDPA, whose declared backward "
+                       "workspace (with GQA it also holds dK and dV per query head, 2*2*s*Hq*d bytes, where "
+                       "FlashAttention 3 keeps fp32 accumulators per kv head, 2*4*s*Hkv*d) and the temporaries "
+                       "of the calls it serves adapted need more than our own kernels' fp32 dQ workspace; on "
+                       "our kernels (--attn own) the estimate fits %s, so FlashAttention 3's lies between the two")
 
 
 def size(n):
