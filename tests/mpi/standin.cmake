@@ -8,13 +8,16 @@ set(CPB_SD_ENV ${CPB_TEST_ENV} "CPB_CUDA_PLUGIN=$<TARGET_FILE:cpb_cuda_standin>"
 set(CPB_SD_MPIRUN ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG})
 set(CPB_SD_MPIFLAGS --oversubscribe --allow-run-as-root --bind-to none)
 
-# cpb_standin_test(NAME NP [ENV VAR=VALUE...] COMMAND ARGS...): NP 0 runs without mpirun
+# cpb_standin_test(NAME NP [ENV VAR=VALUE...] COMMAND ARGS...): NP 0 runs without mpirun.
+# The output comes through failures_first.sh: the passed checks' lines are left out, so a
+# failure's reason is not buried under hundreds of them in CI's view of the output.
+set(CPB_SD_FILTER sh ${CMAKE_CURRENT_SOURCE_DIR}/mpi/failures_first.sh)
 function(cpb_standin_test name np)
   cmake_parse_arguments(SD "" "" "ENV;COMMAND" ${ARGN})
   if(np GREATER 0)
-    add_test(NAME ${name} COMMAND ${CPB_SD_MPIRUN} ${np} ${CPB_SD_MPIFLAGS} ${SD_COMMAND})
+    add_test(NAME ${name} COMMAND ${CPB_SD_FILTER} ${CPB_SD_MPIRUN} ${np} ${CPB_SD_MPIFLAGS} ${SD_COMMAND})
   else()
-    add_test(NAME ${name} COMMAND ${SD_COMMAND})
+    add_test(NAME ${name} COMMAND ${CPB_SD_FILTER} ${SD_COMMAND})
   endif()
   set_tests_properties(${name} PROPERTIES ENVIRONMENT "${CPB_SD_ENV};${SD_ENV}" TIMEOUT 300 LABELS standin
                        FAIL_REGULAR_EXPRESSION "cuda stand-in: rule broken")

@@ -857,7 +857,12 @@ static void coll_case(st_t *t, cpb_coll_kind kind, cpb_dtype dt, int stream, con
         case CPB_COLL_REDUCE_SCATTER: rc = cpb_reduce_scatter(g, stream, w, cpb_whole(sb), cpb_whole(rb)); break;
         default: break;
         }
-    if (!rc) rc = cpb_stream_join(g, 0, stream);
+    /* joined even after a failed collective: the frees below are on stream 0, and a free not
+     * ordered after the collective's read would be reported as a race in the next case */
+    {
+        int rj = cpb_stream_join(g, 0, stream);
+        if (!rc) rc = rj;
+    }
     if (!rc) rc = cpb_download(g, cpb_whole(inplace ? sb : rb), got);
     if (rc) {
         op_error(t, label, 0, g);
