@@ -129,6 +129,7 @@ int cpb_model_max_context(const cpb_problem *p, const cpb_method *m, const cpb_s
     plan.stop = stop;
     plan.factor = 2.0;
     plan.bisect = step;
+    plan.end_at_stop = 1; /* the answer lies in [start, stop]: stop itself is tried */
     plan.granule = cpb_sweep_granule(m, p, start, stop);
     if (cpb_sweep_plan_check(&plan, err, err_len) != CPB_OK) return CPB_ERR_INVALID;
     cpb_sweep_state st;

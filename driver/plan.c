@@ -289,6 +289,7 @@ static int run_candidate(search *s, int i)
     sp.stop = o->seq_stop;
     sp.factor = 2.0;
     sp.bisect = o->bisect;
+    sp.end_at_stop = 1; /* the longest fitting length in [start, stop]: stop itself is tried */
     sp.granule = cpb_sweep_granule(m, &c->p, sp.start, sp.stop);
     if (cpb_sweep_plan_check(&sp, s->err, s->err_len) != CPB_OK) return CPB_ERR_INVALID;
     cpb_sweep_state st;

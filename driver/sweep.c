@@ -53,6 +53,10 @@ static int growth_points(const cpb_sweep_plan *p, int64_t *out, int max)
         if (n == max) return -1;
         out[n++] = (int64_t)llround(s);
     }
+    if (p->end_at_stop && (n == 0 || out[n - 1] < p->stop)) {
+        if (n == max) return -1;
+        out[n++] = p->stop;
+    }
     return n;
 }
 

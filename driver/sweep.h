@@ -44,6 +44,9 @@ typedef struct cpb_sweep_plan {
     int64_t list[CPB_SWEEP_MAX_LIST]; /* list mode when n_list > 0 */
     int n_list;
     int64_t granule;       /* every point is a positive multiple of it (>= 1) */
+    int end_at_stop;       /* growth mode: stop itself is the last growth point when the growth
+                            * does not land on it, so a search for the largest length that fits
+                            * in [start, stop] tries stop (and bisects below it) */
 } cpb_sweep_plan;
 
 enum { CPB_SWEEP_GROW, CPB_SWEEP_BISECT, CPB_SWEEP_DONE };

@@ -22,8 +22,8 @@
 #include "ranks.h"
 #include "results_h5.h"
 
-/* the largest context the whole model fits, --seq-start (128K) doubling up to --seq-stop
- * (32M), bisected to --bisect (256K) */
+/* the largest context the whole model fits, --seq-start (128K) doubling, then --seq-stop
+ * (32M) itself, bisected to --bisect (256K) */
 static void print_max_context(const cpb_args *a, const cpb_method *m, const cpb_problem *p, const cpb_sim_opts *so)
 {
     int64_t start = a->seq_start > 0 ? a->seq_start : (int64_t)128 << 10;

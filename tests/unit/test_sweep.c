@@ -86,6 +86,41 @@ Test(sweep, doubles_then_bisects_to_the_step)
     cr_expect_leq(f.n, 7 + 5, "bisection takes log2(2M / 64K) = 5 steps at most");
 }
 
+/* a search for the largest length that fits in [start, stop] (run --scope model, plan
+ * --max-context): stop is tried when the doubling does not land on it, and a stop that does
+ * not fit is bisected below; a plain sweep keeps to start * 2^k */
+Test(sweep, end_at_stop_tries_stop_and_bisects_below_it)
+{
+    fake fits = {.oom_above = INT64_MAX};
+    cpb_sweep_plan p = grow_plan(128 * K, 5 * M, 256 * K, 16);
+    p.end_at_stop = 1;
+    cpb_sweep_state st = drive(&p, &fits);
+    cr_assert_eq(fits.n, 7);
+    cr_expect_eq(fits.ran[5], 4 * M);
+    cr_expect_eq(fits.ran[6], 5 * M, "stop is the last growth point");
+    cr_expect_eq(st.last_fit, 5 * M);
+
+    int64_t thr = 4 * M + 600 * K;
+    fake f = {.oom_above = thr};
+    st = drive(&p, &f);
+    cr_expect_eq(f.ran[6], 5 * M);
+    cr_expect_leq(st.last_fit, thr);
+    cr_expect_gt(st.last_fit, 4 * M, "bisected between 4M and 5M, not stopped at 4M");
+    cr_expect_leq(st.first_oom - st.last_fit, 256 * K);
+
+    fake g = {.oom_above = INT64_MAX};
+    p.end_at_stop = 0;
+    st = drive(&p, &g);
+    cr_expect_eq(g.n, 6, "without end_at_stop the sweep ends at the last doubling, 4M");
+    cr_expect_eq(st.last_fit, 4 * M);
+
+    fake h = {.oom_above = INT64_MAX};
+    p = grow_plan(128 * K, 4 * M, 256 * K, 16);
+    p.end_at_stop = 1;
+    drive(&p, &h);
+    cr_expect_eq(h.n, 6, "a stop on the doubling grid is not run twice");
+}
+
 Test(sweep, bisection_respects_a_coarse_granule)
 {
     fake f = {.oom_above = 5 * M + 100};
