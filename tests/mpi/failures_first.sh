@@ -12,7 +12,7 @@ trap 'exit 143' TERM INT
 "$@" >"$out" 2>&1
 rc=$?
 pass='^\[[0-9]+\] ok |[[:space:]]PASS$'
-bad='fail|error|broken|sanitizer|leak|abort|signal|killed|expect_exit|exit code|timed out|no progress'
+bad='fail|error|broken|sanitizer|leak|abort|signal|killed|segmentation|core dumped|terminate|assert|expect_exit|exit code|timed out|no progress'
 if [ "$rc" -ne 0 ]; then
     echo "failures_first: exit code $rc; the lines that look like the reason:"
     grep -Eiv -- "$pass" "$out" | grep -Ei -- "$bad" | head -n 60
