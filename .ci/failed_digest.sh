@@ -10,8 +10,7 @@ log=$b/Testing/Temporary/LastTest.log
 failed=$b/Testing/Temporary/LastTestsFailed.log
 echo "ci digest: $(nproc) cores, memory $(free -m | awk '/^Mem:/{print $2 " MiB, " $7 " MiB available"}'), /dev/shm $(df -m /dev/shm | awk 'NR==2{print $4 " MiB free"}'), $(df -m . | awk 'NR==2{print $4 " MiB free here"}')"
 [ -f "$failed" ] && [ -f "$log" ] || { echo "ci digest: no ctest failure list in $b (the build or the set-up failed)"; exit 0; }
-bad='fail|error|broken|sanitizer|leak|abort|signal|killed|segmentation|core dumped|terminate|assert|expect_exit|exit code|timed out|timeout|no progress|wrong'
-pass='^\[[0-9]+\] ok |[[:space:]]PASS$'
+. "$(dirname "$0")/../tests/mpi/reason_patterns.sh"
 # the output of test $1: from its "Testing: NAME" header to the first "<end of output>"
 output() { awk -v n="$1" '$0 ~ ("Testing: " n "$") {p = 1} p && /<end of output>/ {exit} p' "$log" | grep -Ev -- "$pass"; }
 reasons() { output "$1" | grep -v '^Command: ' | grep -Ei -- "$bad" | head -n "$2" | cut -c1-400 | sed 's/^/    /'; }

@@ -11,8 +11,7 @@ trap 'rm -f "$out"' EXIT
 trap 'exit 143' TERM INT
 "$@" >"$out" 2>&1
 rc=$?
-pass='^\[[0-9]+\] ok |[[:space:]]PASS$'
-bad='fail|error|broken|sanitizer|leak|abort|signal|killed|segmentation|core dumped|terminate|assert|expect_exit|exit code|timed out|no progress'
+. "$(dirname "$0")/reason_patterns.sh"
 if [ "$rc" -ne 0 ]; then
     echo "failures_first: exit code $rc; the lines that look like the reason:"
     grep -Eiv -- "$pass" "$out" | grep -Ei -- "$bad" | head -n 60
