@@ -6,6 +6,8 @@ add_executable(sim_vs_cpu ${CMAKE_CURRENT_SOURCE_DIR}/mpi/sim_vs_cpu.c)
 target_link_libraries(sim_vs_cpu PRIVATE cpb_cli)
 cpb_mpi_test(sim_vs_cpu_np2 2 $<TARGET_FILE:sim_vs_cpu> --quick)
 cpb_mpi_test(sim_vs_cpu_np4 4 $<TARGET_FILE:sim_vs_cpu>)
+# an odd world: its own shapes (GQA 2 and 3, kv heads above, at and below C; lengths off powers of two)
+cpb_mpi_test(sim_vs_cpu_np3 3 $<TARGET_FILE:sim_vs_cpu>)
 
 # `cpbench run --backend sim`: a result, and the refusals of bad input (exit 2)
 cpb_cmd_test(sim_run_layer ${CPBENCH} run --backend sim --method ulysses --model llama3-8b --gpus 8 --seq 1M)

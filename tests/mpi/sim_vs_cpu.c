@@ -9,7 +9,8 @@
  * (the attention implementation is an accounting input: cuDNN's workspace bound and the
  * temporaries of its adapted calls are tracked on every backend), and the implementation
  * the calls used must agree too.  Exit 0 when all agree, 1 otherwise (also when no
- * comparison routed a call to cuDNN).  --quick: the first shape only. */
+ * comparison routed a call to cuDNN).  --quick: the first shape only.  On an odd number of
+ * ranks it takes its own shapes (odd_shapes). */
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,8 +28,14 @@ typedef struct shape {
     int64_t S_per_rank;
 } shape;
 
-/* GQA with G < C, G = C and G > C where C allows; S a multiple of what layouts need */
+/* GQA with G < C, G = C and G > C where C allows; S a multiple of what layouts need.  The
+ * tiny preset's H*d (8 x 16) is not its D (64), so the projections are not square. */
 static const shape shapes[] = {{8, 2, 64}, {8, 4, 128}, {8, 8, 64}};
+/* an odd world (3 ranks) takes none of the heads above for the head-sharded methods: these
+ * give it GQA ratios 2, 3 and 3 with G > C, G = C and G < C, and per-rank lengths that are
+ * not powers of two */
+static const shape odd_shapes[] = {{12, 6, 40}, {9, 3, 24}, {3, 1, 56}};
+_Static_assert(sizeof odd_shapes == sizeof shapes, "--quick and the loop count shapes[] for both lists");
 
 enum { N_STATS = 7 };
 
@@ -68,6 +75,7 @@ int main(int argc, char **argv)
         return 1;
     }
     const int C = cpb_world_size(ctx), rank = cpb_rank(ctx);
+    const shape *shp = C % 2 ? odd_shapes : shapes;
     int failures = 0, compared = 0, with_cudnn = 0;
     for (size_t si = 0; si < nshapes; si++)
         for (int ai = 0; ai < 2; ai++) {
@@ -80,10 +88,10 @@ int main(int argc, char **argv)
             cpb_problem p;
             memset(&p, 0, sizeof p);
             cpb_preset_find("tiny", &p);
-            p.H = shapes[si].H;
-            p.G = shapes[si].G;
+            p.H = shp[si].H;
+            p.G = shp[si].G;
             p.C = C;
-            p.S = shapes[si].S_per_rank * C;
+            p.S = shp[si].S_per_rank * C;
             p.dtype = ai ? CPB_BF16 : CPB_FP32; /* cuDNN serves bf16 only */
             cpb_knobs_set_str(&p.knobs, "attn", attn);
             cpb_knobs_set_int(&p.knobs, "seq_chunk", p.S / 4); /* fpdt: four chunks */
