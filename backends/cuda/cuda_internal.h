@@ -59,6 +59,10 @@ typedef struct cuda_state {
     unsigned prog_head[CPB_MAX_STREAMS], prog_tail[CPB_MAX_STREAMS];
     cuda_pinned *pinned;                  /* pinned host blocks, reused across trials */
     int npinned, pinned_cap;
+    /* the device timer (cpb_time_mark): timing events made at start-up, never in a step;
+     * tjoin[s], recorded on stream s, lets a mark on the compute stream wait for s */
+    cudaEvent_t tmark[CPB_TIME_MARKS];
+    cudaEvent_t tjoin[CPB_MAX_STREAMS];
     int64_t total_mem;
     int64_t baseline_used; /* device bytes used outside the pool: CUDA/cuBLAS/NCCL start-up */
     int64_t used_high;     /* high-water of (used - baseline) */

@@ -63,7 +63,7 @@ cpb_standin_test(standin_sweep 0 COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/mpi/stan
 # (standin_stats.py; trial 1 is the warm-up step): after the warm-up, a step allocates and
 # frees no pinned memory, creates no events, reads no driver memory counters, waits on no
 # stream with cudaStreamSynchronize and makes no communicators; collectives run on a stream
-# of the greatest priority.
+# of the greatest priority; each timed step's two phases are read from events.
 set(CPB_SD_STATS /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/mpi/standin_stats.py)
 foreach(m offload fpdt ring)
   set(extra "calls('cudaStreamCreate*') > 0")
@@ -75,7 +75,7 @@ foreach(m offload fpdt ring)
   cpb_standin_test(standin_steps_${m} 0 COMMAND ${CPB_SD_STATS} ${CMAKE_CURRENT_BINARY_DIR}/standin_steps_${m}
     "trials() == 3" "calls('cudaMallocHost', 2) == 0" "calls('cudaFreeHost', 2) == 0"
     "calls('cudaEventCreate*', 2) == 0" "calls('cudaMemGetInfo', 2) == 0" "calls('cudaStreamSynchronize', 2) == 0"
-    "calls('ncclCommInitRank', 2) == 0" "${extra}" --
+    "calls('ncclCommInitRank', 2) == 0" "calls('cudaEventElapsedTime', 2) == 8" "${extra}" --
     ${CPB_SD_MPIRUN} 2 ${CPB_SD_MPIFLAGS} ${CPBENCH} run --backend cuda --method ${m} --model tiny --seq 128
     --warmup 1 --iters 2)
 endforeach()
