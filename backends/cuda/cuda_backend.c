@@ -407,6 +407,7 @@ static const cpb_backend cuda_backend = {
     .versions = cuda_versions,
     .mem_highwater = cuda_mem_highwater,
     .mem_highwater_reset = cuda_mem_highwater_reset,
+    .mem_trial = cuda_mem_trial,
     .set_attn_kernels = cuda_set_attn_kernels,
     .attn_cudnn = cuda_attn_cudnn,
     .attn_plan_stats = cpb_cudnn_attn_plan_stats,

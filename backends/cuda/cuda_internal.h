@@ -57,8 +57,9 @@ typedef struct cuda_state {
 #define CUDA_PROGRESS_EVENTS 32
     cudaEvent_t prog[CPB_MAX_STREAMS][CUDA_PROGRESS_EVENTS];
     unsigned prog_head[CPB_MAX_STREAMS], prog_tail[CPB_MAX_STREAMS];
-    cuda_pinned *pinned;                  /* pinned host blocks, reused across trials */
+    cuda_pinned *pinned;                  /* pinned host blocks, reused across steps */
     int npinned, pinned_cap;
+    int pinned_sealed;                    /* a timed step: a block the cache lacks is an error */
     /* the device timer (cpb_time_mark): timing events made at start-up, never in a step;
      * tjoin[s], recorded on stream s, lets a mark on the compute stream wait for s */
     cudaEvent_t tmark[CPB_TIME_MARKS];
@@ -103,6 +104,7 @@ static inline void *cuda_vptr(const cpb_view *v)
 int cuda_probe(char *why, size_t why_len);
 int cuda_mem_highwater(cpb_ctx *ctx, int64_t *reserved, int64_t *device_used);
 int cuda_mem_highwater_reset(cpb_ctx *ctx);
+int cuda_mem_trial(cpb_ctx *ctx, int phase);
 int cuda_print_device_props(int dev, FILE *out);
 /* the backend table with those hooks (cuda_backend.c): what the plugin's entry point hands
  * out (cuda_plugin.c) */

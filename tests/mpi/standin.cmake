@@ -58,6 +58,10 @@ cpb_standin_test(standin_verify_comm_mpi 4 COMMAND sh -c
 # a short sweep with --out: measured rows through the results file, read back with h5py
 cpb_standin_test(standin_sweep 0 COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/mpi/standin_sweep.sh ${MPIEXEC_EXECUTABLE}
                  ${CPBENCH} ${CMAKE_CURRENT_BINARY_DIR}/standin_sweep.h5)
+# two trials in one process, the smaller after the larger: each row's reserved bytes are its
+# own (the pool is trimmed between trials), equal to the same trial's alone
+cpb_standin_test(standin_reserved_per_trial 0 COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/mpi/standin_reserved.sh
+                 ${MPIEXEC_EXECUTABLE} ${CPBENCH} ${CMAKE_CURRENT_BINARY_DIR}/standin_reserved)
 
 # Defects fixed in the backend, checked through the stand-in's call statistics
 # (standin_stats.py; trial 1 is the warm-up step): after the warm-up, a step allocates and
@@ -75,7 +79,8 @@ foreach(m offload fpdt ring)
   cpb_standin_test(standin_steps_${m} 0 COMMAND ${CPB_SD_STATS} ${CMAKE_CURRENT_BINARY_DIR}/standin_steps_${m}
     "trials() == 3" "calls('cudaMallocHost', 2) == 0" "calls('cudaFreeHost', 2) == 0"
     "calls('cudaEventCreate*', 2) == 0" "calls('cudaMemGetInfo', 2) == 0" "calls('cudaStreamSynchronize', 2) == 0"
-    "calls('ncclCommInitRank', 2) == 0" "calls('cudaEventElapsedTime', 2) == 8" "${extra}" --
+    "calls('ncclCommInitRank', 2) == 0"
+    "calls('cudaEventElapsedTime', 2) == 8" "${extra}" --
     ${CPB_SD_MPIRUN} 2 ${CPB_SD_MPIFLAGS} ${CPBENCH} run --backend cuda --method ${m} --model tiny --seq 128
     --warmup 1 --iters 2)
 endforeach()
@@ -110,3 +115,10 @@ target_link_libraries(standin_comm_order PRIVATE cpb_driver)
 set_target_properties(standin_comm_order PROPERTIES ENABLE_EXPORTS ON) # the plugin takes the runtime from it
 cpb_standin_test(standin_comm_order_np2 2 COMMAND $<TARGET_FILE:standin_comm_order>)
 cpb_standin_test(standin_comm_order_np3 3 COMMAND $<TARGET_FILE:standin_comm_order>)
+# the device timer (events around work on two streams; an early read is an error), the
+# pool trimmed at a trial's start, and the pinned cache sealed for the timed steps (a miss
+# is an error naming the size), through the backend's hooks
+add_executable(standin_trial_hooks ${CMAKE_CURRENT_SOURCE_DIR}/mpi/standin_trial_hooks.c)
+target_link_libraries(standin_trial_hooks PRIVATE cpb_driver)
+set_target_properties(standin_trial_hooks PROPERTIES ENABLE_EXPORTS ON) # the plugin takes the runtime from it
+cpb_standin_test(standin_trial_hooks_np1 1 COMMAND $<TARGET_FILE:standin_trial_hooks>)
