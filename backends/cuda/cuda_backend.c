@@ -257,8 +257,9 @@ static int cuda_stream_create(cpb_ctx *ctx, int id, const char *name)
         CUDA_TRY(ctx, cudaEventCreateWithFlags(&st->prog[id][i], cudaEventDisableTiming));
     CUDA_TRY(ctx, cudaEventCreateWithFlags(&st->tjoin[id], cudaEventDisableTiming));
     (void)name;
-    /* its NCCL communicators with the groups made so far */
-    return cuda_comm_stream_added(ctx, id);
+    /* no NCCL communicator yet: one is made for a group on this stream at the group's first
+     * collective here (cuda_comm.c) */
+    return CPB_OK;
 }
 
 /* The event of runtime id `ev`: slot ev - ev_base.  Slots are reused after every cuda_sync

@@ -17,12 +17,14 @@
 #include "cpb_backend.h"
 
 /* per-group communicators: MPI for bootstrap and --comm mpi, NCCL per stream so collectives
- * on different streams never share (and serialize on) one communicator; made eagerly, when
- * the group or the stream is created (cuda_comm.c) */
+ * on different streams never share (and serialize on) one communicator; an NCCL one only
+ * for the streams that carry the group's collectives, made at their first use by every
+ * member together (cuda_comm.c) */
 typedef struct cuda_group {
     MPI_Comm mpi; /* MPI_COMM_NULL when the world is one process without MPI */
 #ifdef CPB_HAVE_NCCL
     ncclComm_t nccl[CPB_MAX_STREAMS];
+    unsigned char aborted[CPB_MAX_STREAMS]; /* ncclCommAbort'ed: never made again */
 #endif
 } cuda_group;
 
@@ -135,8 +137,6 @@ int cuda_download(cpb_ctx *ctx, cpb_view src, float *dst);
 int cuda_group_create(cpb_ctx *ctx, cpb_group *g);
 void cuda_group_destroy(cpb_ctx *ctx, cpb_group *g);
 int cuda_run_coll(cpb_ctx *ctx, const cpb_coll *c);
-/* a new stream's NCCL communicators with every group made so far (cuda_comm.c) */
-int cuda_comm_stream_added(cpb_ctx *ctx, int stream);
 /* the host waits for this context's streams while watching its NCCL communicators */
 int cuda_wait_streams(cpb_ctx *ctx);
 
