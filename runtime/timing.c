@@ -43,8 +43,13 @@ int cpb_time_between(cpb_ctx *ctx, int from, int to, double *seconds)
     return CPB_OK;
 }
 
+const char *cpb_backend_time_clock(const cpb_backend *be)
+{
+    if (be->time_mark && be->time_elapsed) return be->timer_name ? be->timer_name : "device timer";
+    return be->clock ? "backend clock after sync" : "wall clock after sync";
+}
+
 const char *cpb_time_clock(const cpb_ctx *ctx)
 {
-    if (ctx->be->time_mark && ctx->be->time_elapsed) return ctx->be->timer_name ? ctx->be->timer_name : "device timer";
-    return ctx->be->clock ? "backend clock after sync" : "wall clock after sync";
+    return cpb_backend_time_clock(ctx->be);
 }

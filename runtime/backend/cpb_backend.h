@@ -267,6 +267,7 @@ void cpb_reset_stats(cpb_ctx *ctx);
 int cpb_time_mark(cpb_ctx *ctx, int mark);
 int cpb_time_between(cpb_ctx *ctx, int from, int to, double *seconds);
 const char *cpb_time_clock(const cpb_ctx *ctx);
+const char *cpb_backend_time_clock(const cpb_backend *be);
 
 #ifdef __cplusplus
 }
