@@ -62,10 +62,14 @@ int cpb_run_measured(cpb_ctx *ctx, const cpb_problem *p, const cpb_method *m, in
         return CPB_ERR_NOMEM_HOST;
     }
     const cpb_backend *be = ctx->be;
-    /* reserved / device-used of this trial (DESIGN section 3) */
-    if (be->mem_highwater_reset) be->mem_highwater_reset(ctx);
+    /* reserved / device-used of this trial (DESIGN section 3): what the backend's caches kept
+     * for earlier trials of this process goes back first (a sweep without --isolate), so a
+     * small trial after a large one reports its own reserved bytes */
+    int rc = be->mem_trial ? be->mem_trial(ctx, CPB_MEM_TRIAL_START) : CPB_OK;
+    if (rc == CPB_OK && be->mem_highwater_reset) be->mem_highwater_reset(ctx);
     cpb_layer L;
-    int rc = cpb_trial_setup(ctx, m, p, NULL, seed, &L);
+    memset(&L, 0, sizeof L);
+    if (rc == CPB_OK) rc = cpb_trial_setup(ctx, m, p, NULL, seed, &L);
     if (rc != CPB_OK) {
         cpb_row_set_status(row, rc, cpb_errmsg(ctx));
         cpb_trial_memory(ctx, row);
@@ -85,7 +89,14 @@ int cpb_run_measured(cpb_ctx *ctx, const cpb_problem *p, const cpb_method *m, in
         cpb_reset_stats(ctx);
         *it_row = *row;
         /* again after the warm-up: what the libraries set up at their first use (NCCL's
-         * lazily connected buffers, cuBLAS) is the baseline, not the method's memory */
+         * communicators and lazily connected buffers, cuBLAS) is the baseline, not the
+         * method's memory (and leaves the capacity); the warm-up filled the caches, which a
+         * timed step must not grow */
+        if (it == warmup && warmup > 0 && be->mem_trial && (rc = be->mem_trial(ctx, CPB_MEM_TRIAL_TIMED)) != CPB_OK) {
+            cpb_row_set_status(it_row, rc, cpb_errmsg(ctx));
+            best = *it_row;
+            break;
+        }
         if (it == warmup && warmup > 0 && be->mem_highwater_reset && (rc = be->mem_highwater_reset(ctx)) != CPB_OK) {
             cpb_row_set_status(it_row, rc, cpb_errmsg(ctx));
             best = *it_row;

@@ -49,7 +49,8 @@ void cpb_print_row(FILE *f, const cpb_row *row, const cpb_backend *be)
             fprintf(f, "    %-10s %s  [%s]%s\n", cpb_tag_name(t), human((double)row->at_peak_bytes[t], b1, sizeof b1),
                     human((double)row->tag_peak[t], b2, sizeof b2), cpb_tag_is_fixed(t) ? "" : "  intermediate");
     if (row->code != CPB_OK) return;
-    fprintf(f, "time (%s):\n", predicted ? "predicted by the timing model" : "measured, median of the slowest rank");
+    if (predicted) fprintf(f, "time (predicted by the timing model):\n");
+    else fprintf(f, "time (measured on %s, median of the slowest rank):\n", cpb_backend_time_clock(be));
     fprintf(f, "  forward       %10.3f ms\n  backward      %10.3f ms\n  step          %10.3f ms\n", 1e3 * row->fwd_s,
             1e3 * row->bwd_s, 1e3 * row->step_s);
     fprintf(f, "  tokens/s/GPU  %10.2f\n  TFLOP/s/GPU   %10.3f\n", row->tokens_per_s_per_gpu, row->tflops_per_gpu);
