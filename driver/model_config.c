@@ -296,6 +296,14 @@ static void value_text(const json_t *v, char *buf, size_t len)
     else snprintf(buf, len, "%s", type_name(v));
 }
 
+/* "key = value" appended to a comma-separated list of len bytes holding *n */
+static void list_add(char *list, size_t len, size_t *n, const char *key, const json_t *v)
+{
+    char val[64];
+    value_text(v, val, sizeof val);
+    if (*n < len) *n += (size_t)snprintf(list + *n, len - *n, "%s%s = %s", *n ? ", " : "", key, val);
+}
+
 /* set: an integer above `above`, true, or any other value that is not null, false or a
  * number (what a model that has the feature writes) */
 static int is_set(const json_t *v, json_int_t above)
@@ -319,15 +327,11 @@ static int unmodelled(const reader *R, int64_t layers, refusal *r)
                                           "moe_topk", "num_shared_experts"};
     for (size_t i = 0; i < sizeof experts / sizeof experts[0]; i++) {
         json_t *v = field(R, experts[i]);
-        if (!is_set(v, 1)) continue;
-        value_text(v, val, sizeof val);
-        n += (size_t)snprintf(list + n, n < sizeof list ? sizeof list - n : 0, "%s%s = %s", n ? ", " : "", experts[i], val);
+        if (is_set(v, 1)) list_add(list, sizeof list, &n, experts[i], v);
     }
     for (size_t i = 0; i < sizeof routing / sizeof routing[0]; i++) {
         json_t *v = field(R, routing[i]);
-        if (!is_set(v, 0)) continue;
-        value_text(v, val, sizeof val);
-        n += (size_t)snprintf(list + n, n < sizeof list ? sizeof list - n : 0, "%s%s = %s", n ? ", " : "", routing[i], val);
+        if (is_set(v, 0)) list_add(list, sizeof list, &n, routing[i], v);
     }
     if (n)
         refuse_add(r, "%s: a mixture of experts (the experts' weights, the router and the token dispatch are not "
@@ -387,9 +391,7 @@ static int unmodelled(const reader *R, int64_t layers, refusal *r)
     list[0] = 0;
     for (size_t i = 0; i < sizeof mla / sizeof mla[0]; i++) {
         json_t *v = field(R, mla[i]);
-        if (!is_set(v, 0)) continue;
-        value_text(v, val, sizeof val);
-        n += (size_t)snprintf(list + n, n < sizeof list ? sizeof list - n : 0, "%s%s = %s", n ? ", " : "", mla[i], val);
+        if (is_set(v, 0)) list_add(list, sizeof list, &n, mla[i], v);
     }
     if (n)
         refuse_add(r, "%s: multi-head latent attention (keys and values through a low-rank latent) is not modelled",
