@@ -46,11 +46,7 @@ static int step(cpb_ctx *ctx, const cpb_method *m, cpb_layer *L, int it, cpb_row
     return rc;
 }
 
-/* The dense bf16 peak (TFLOP/s) of the simulator's GPU profile that describes the device
- * the cuda backend names `gpu` ("NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-40GB"), for the
- * MFU columns; 0 when none does (the cpu backend; an H100 PCIe or NVL, whose peaks differ
- * from the SXM part's, and other GPUs without a profile). */
-static double device_peak_tflops(const char *gpu)
+double cpb_device_peak_tflops(const char *gpu)
 {
     const char *name = NULL;
     if (strstr(gpu, "H200")) name = "h200";
@@ -66,7 +62,7 @@ int cpb_run_measured(cpb_ctx *ctx, const cpb_problem *p, const cpb_method *m, in
                      const char *gpu, cpb_row *row)
 {
     cpb_row_point(row, m, p, ctx->be, gpu, "layer");
-    row->peak_tflops = device_peak_tflops(row->gpu);
+    row->peak_tflops = cpb_device_peak_tflops(row->gpu);
     row->seed = (int64_t)seed;
     if (iters < 1) iters = 1;
     if (warmup < 0) warmup = 0;

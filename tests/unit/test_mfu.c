@@ -9,6 +9,7 @@
 #include "cpb_method.h"
 #include "cpb_presets.h"
 #include "knobs.h"
+#include "measured.h"
 #include "model_scope.h"
 #include "sim_layer.h"
 
@@ -141,4 +142,16 @@ Test(mfu, layer_row_carries_both_conventions)
     cr_expect_eq(r.peak_tflops, 312.0);
     cr_expect_float_eq(r.tflops_per_gpu, (f + b) / 8 / r.step_s / 1e12, 1e-9);
     cr_expect_float_eq(r.mfu_megatron, cpb_layer_megatron_flops(&p) / 8 / r.step_s / 1e12 / 312.0, 1e-9);
+}
+
+/* a measured row's peak: the profile of the device the cuda backend names, none otherwise */
+Test(mfu, measured_rows_take_the_profile_of_their_device)
+{
+    cr_expect_eq(cpb_device_peak_tflops("NVIDIA H100 80GB HBM3"), 989.0);
+    cr_expect_eq(cpb_device_peak_tflops("NVIDIA H200"), 989.0);
+    cr_expect_eq(cpb_device_peak_tflops("NVIDIA A100-SXM4-80GB"), 312.0);
+    cr_expect_eq(cpb_device_peak_tflops("NVIDIA A100-PCIE-40GB"), 312.0);
+    cr_expect_eq(cpb_device_peak_tflops("NVIDIA H100 PCIe"), 0.0, "another part, another peak: none guessed");
+    cr_expect_eq(cpb_device_peak_tflops("NVIDIA L40S"), 0.0);
+    cr_expect_eq(cpb_device_peak_tflops("cpu"), 0.0);
 }
