@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "fingerprint.h"
+#include "gpu_profiles.h"
 #include "profile_iter.h"
 #include "ranks.h"
 #include "trial.h"
@@ -45,10 +46,23 @@ static int step(cpb_ctx *ctx, const cpb_method *m, cpb_layer *L, int it, cpb_row
     return rc;
 }
 
+double cpb_device_peak_tflops(const char *gpu)
+{
+    const char *name = NULL;
+    if (strstr(gpu, "H200")) name = "h200";
+    else if (strstr(gpu, "H100") && (strstr(gpu, "HBM3") || strstr(gpu, "SXM"))) name = "h100-sxm";
+    else if (strstr(gpu, "A100")) name = strstr(gpu, "80GB") ? "a100-80g" : "a100-40g"; /* both 312 dense */
+    cpb_gpu_profile prof;
+    char err[256];
+    if (!name || cpb_gpu_profile_get(name, &prof, err, sizeof err) != CPB_OK) return 0;
+    return prof.hw.peak_flops / 1e12;
+}
+
 int cpb_run_measured(cpb_ctx *ctx, const cpb_problem *p, const cpb_method *m, int warmup, int iters, uint64_t seed,
                      const char *gpu, cpb_row *row)
 {
     cpb_row_point(row, m, p, ctx->be, gpu, "layer");
+    row->peak_tflops = cpb_device_peak_tflops(row->gpu);
     row->seed = (int64_t)seed;
     if (iters < 1) iters = 1;
     if (warmup < 0) warmup = 0;
@@ -170,10 +184,10 @@ int cpb_run_measured(cpb_ctx *ctx, const cpb_problem *p, const cpb_method *m, in
         row->bwd_s = median(t + 2 * iters, iters);
         double f, b;
         cpb_layer_model_flops(p, &f, &b);
-        cpb_row_rates(row, f + b);
+        cpb_row_rates(row, f + b, cpb_layer_megatron_flops(p));
     } else {
         row->step_s = row->fwd_s = row->bwd_s = 0;
-        cpb_row_rates(row, 0);
+        cpb_row_rates(row, 0, 0);
     }
     row->nstreams = ctx->nstreams;
     memcpy(row->stream_names, ctx->stream_names, sizeof row->stream_names);

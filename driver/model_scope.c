@@ -21,6 +21,7 @@ const char *cpb_model_moment_name(int moment)
 
 typedef struct shape {
     double S, s, C, D, H, G, d, F, V, L;
+    double m; /* MLP weight matrices: 3 gated (gate, up, down), 2 two-matrix (up, down) */
     double p_attn, p_mlp, p_norm, p_layer, p_embed, p_head, p_total;
 } shape;
 
@@ -37,13 +38,18 @@ static shape shape_of(const cpb_problem *p, const cpb_model_spec *sp)
     x.F = (double)sp->ffn;
     x.V = (double)sp->vocab;
     x.L = sp->layers;
-    x.p_attn = x.D * (x.H + 2 * x.G) * x.d + x.H * x.d * x.D;
-    x.p_mlp = 3 * x.D * x.F; /* SwiGLU: gate, up [D, F], down [F, D] */
-    x.p_norm = 2 * x.D;      /* two RMSNorm weights per layer */
-    x.p_layer = x.p_attn + x.p_mlp + x.p_norm;
-    x.p_embed = x.V * x.D;
-    x.p_head = sp->tied ? 0 : x.V * x.D;
-    x.p_total = x.L * x.p_layer + x.p_embed + x.p_head + x.D; /* + final norm */
+    x.m = cpb_model_mlp_matrices(sp);
+    /* the parameter count by part (model_spec.c): projections, MLP matrices, norms and
+     * the biases the model has */
+    cpb_model_param_count c;
+    cpb_model_params(p, sp, &c);
+    x.p_attn = c.attn;
+    x.p_mlp = c.mlp;
+    x.p_norm = c.norm;
+    x.p_layer = c.layer;
+    x.p_embed = c.embed;
+    x.p_head = c.head;
+    x.p_total = c.total;
     return x;
 }
 
@@ -162,7 +168,10 @@ static void memory(cpb_model_estimate *e, const shape *x)
     b->ckpt = ckpt;
     /* r, h = r + y (its norm's backward needs it) and the prefetched next input */
     b->residual = (int64_t)(3 * sD * BF16);
-    b->work = (int64_t)(f->mlp_tile_buffers * T * x->F * BF16);
+    /* the framework's [T, F] buffers are a gated MLP's (gate, up, activation, product and
+     * their gradients); a two-matrix MLP makes half as many [T, F] tensors (up, activation
+     * and their gradients): half the buffers (an estimate) */
+    b->work = (int64_t)(f->mlp_tile_buffers * (x->m == 3 ? 1.0 : 0.5) * T * x->F * BF16);
     sum(b);
 
     /* C: the loss.  The LM head gathered (compute dtype) with its gradient; the final
@@ -222,14 +231,14 @@ static void timing(cpb_model_estimate *e, const shape *x, const cpb_sim_hw *hw)
     /* attention: the layer trial's forward and backward from the timing model; the
      * checkpointed forward runs twice (forward, recompute before backward) */
     e->attn_layer_s = 2 * e->attn.fwd_s + e->attn.bwd_s;
-    /* MLP: 3 GEMMs of 2*s*D*F FLOPs per forward-equivalent at the GEMM efficiency of one
-     * tile (T x F x D); the framework's number of forward-equivalents */
+    /* MLP: m GEMMs of 2*s*D*F FLOPs per forward-equivalent (3 gated, 2 two-matrix) at the
+     * GEMM efficiency of one tile (T x F x D); the framework's number of forward-equivalents */
     double T = mlp_tile(f, x, &e->p);
     double eff = cpb_sim_gemm_eff(hw, (int64_t)T, (int64_t)x->F, (int64_t)x->D, 1);
-    double mlp_fwd = 3 * 2 * x->s * x->D * x->F / (hw->peak_flops * eff);
+    double mlp_fwd = x->m * 2 * x->s * x->D * x->F / (hw->peak_flops * eff);
     /* each tile's backward adds its weight gradient into the layer's (the framework's
      * accumulator: bf16 .grad or fp32 buffers), HBM bound */
-    e->mlp_acc_s = ceil(x->s / T) * f->mlp_grad_acc_bytes * 3 * x->D * x->F / hw->hbm_bw;
+    e->mlp_acc_s = ceil(x->s / T) * f->mlp_grad_acc_bytes * x->m * x->D * x->F / hw->hbm_bw;
     e->mlp_layer_s = f->mlp_passes * mlp_fwd + e->mlp_acc_s;
     /* two RMSNorms (read + write [s, D]) and two residual adds (two reads, one write) per
      * pass, HBM bound; passes: forward, recompute, backward counted twice */
@@ -279,13 +288,10 @@ static void timing(cpb_model_estimate *e, const shape *x, const cpb_sim_hw *hw)
     /* the optimizer over this GPU's shard, HBM bound */
     e->optimizer_s = f->optimizer_bytes * x->p_total / x->C / hw->hbm_bw;
     e->step_s = x->L * e->layer_s + e->head_s + e->loss_s + e->optimizer_s;
-    /* model FLOPs without the recomputation (the usual MFU convention): per layer the
-     * attention layer's FLOPs of DESIGN section 6 plus the MLP's 3 x (2 S D F) x 3, plus
-     * the head's 3 x 2 S D V */
-    double af, ab;
-    cpb_layer_model_flops(&e->p, &af, &ab);
-    double total = x->L * (af + ab + 3 * 3 * 2 * x->S * x->D * x->F) + 3 * 2 * x->S * x->D * x->V;
-    e->model_flops = total;
+    /* model FLOPs without the recomputation, under both conventions of results/README.md
+     * (causal: per layer the attention layer's FLOPs of DESIGN section 6 plus the MLP's
+     * 3 x (m x 2 S D F), plus the head's 3 x 2 S D V; megatron: Megatron-LM's count) */
+    cpb_model_flops(&e->p, e->spec, &e->model_flops, &e->model_flops_megatron);
 }
 
 int cpb_model_estimate_new(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts *o,
