@@ -1,0 +1,11 @@
+# The scripts' machine interface to cpbench: `cpbench list --format json|flat`
+# (harness/list_json.h), which every script reads instead of the text for people.
+cpb_cmd_test(list_json_and_flat env PYTHON=/usr/bin/python3 bash ${CMAKE_CURRENT_SOURCE_DIR}/scripts/list_forms.sh ${CPBENCH})
+# the cuda plugin that cannot load (tests/plugin/plugin.cmake's fake): the flat form says so
+# in its fields, with the loader's reason
+if(CPB_FAKE_PLUGIN)
+  cpb_cmd_test(list_flat_cuda_not_loaded ${CPB_EXPECT} 0 -
+    "^backends\\.cuda\\.description[[:space:]]compiled in. cannot load the plugin .*libcpb_absent_test.so.1 \\(needed by"
+    -- env -u CPB_CUDA_LIB_PATH CPB_CUDA_PLUGIN=${CPB_FAKE_PLUGIN} sh -c
+    "\"$0\" list --format flat | grep -x 'backends.cuda.present.false' >/dev/null && \"$0\" list --format flat" ${CPBENCH})
+endif()
