@@ -9,3 +9,5 @@ if(CPB_FAKE_PLUGIN)
     -- env -u CPB_CUDA_LIB_PATH CPB_CUDA_PLUGIN=${CPB_FAKE_PLUGIN} sh -c
     "\"$0\" list --format flat | grep -x 'backends.cuda.present.false' >/dev/null && \"$0\" list --format flat" ${CPBENCH})
 endif()
+# the CMake options the finder gives a rebuild on a GPU machine (gpu-check's fallback build)
+cpb_cmd_test(cuda_libs_cmake_hints bash ${CMAKE_CURRENT_SOURCE_DIR}/scripts/cuda_libs_cmake.sh)
