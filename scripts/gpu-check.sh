@@ -60,7 +60,7 @@ while [ $# -gt 0 ]; do
     --dry-run) DRY=1; shift ;;
     --rebuild) REBUILD=1; shift ;;
     -h|--help) usage; exit 0 ;;
-    *) usage >&2; exit 2 ;;
+    *) echo "gpu-check: unknown option '$1' (the options are below)" >&2; usage >&2; exit 2 ;;
   esac
 done
 case "$BUDGET" in ''|*[!0-9]*) echo "gpu-check: --budget '$BUDGET': expected whole seconds" >&2; exit 2 ;; esac
