@@ -185,7 +185,8 @@ if [ "$NGPU" -gt 0 ]; then
     > "$LOGS/verify-cuda.log" 2>&1 \
     || { tail -n 20 "$LOGS/verify-cuda.log" >&2; die "cuda verification failed (results/logs/verify-cuda.log); no GPU numbers were taken"; }
   for model in llama3-8b qwen3-32b; do
-    for m in $("$CPB" list | awk '/^Methods:/{f=1;next} /^$/{f=0} f{print $1}'); do
+    # the registry's methods, from the machine form of `cpbench list` (its text is for people)
+    for m in $("$CPB" list --format json | "$PY" -c 'import json, sys; print("\n".join(m["name"] for m in json.load(sys.stdin)["methods"]))'); do
       # the simulator's longest fit and first OOM for this method: the GPUs bracket there
       extra=$("$PY" - "$SIM_H5" "$model" "$C" "$m" "$PROFILE" <<'PYEOF'
 import sys, h5py
