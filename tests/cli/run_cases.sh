@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# run_cases.sh CPBENCH MPIEXEC WORKDIR CASES — the table-driven CLI test: every line of
+# run_cases.sh CPBENCH MPIEXEC WORKDIR CASES [NAME-PATTERN] — the table-driven CLI test: every line of
 # CASES (format in why_cases.txt) is a command with the exit code it must end with, a
 # pattern its output (stdout and stderr) must match, one it must not, and the files it must
 # leave as they were (by checksum) or must not create.  Fixtures in WORKDIR: results.h5 (a
 # results file), notes.txt (a text file), fifo (a FIFO), before every case.
 set -u
 CPB=$(realpath "$1") MPIEXEC=$2 W=$3 CASES=$(realpath "$4")
+DATA=$(realpath "$(dirname "$0")/../data") ONLY=${5:-}
 MPIRUN="$MPIEXEC --oversubscribe --allow-run-as-root --bind-to none"
 PY=/usr/bin/python3
-export CPB MPIRUN W PY
+export CPB MPIRUN W PY DATA
 rm -rf "$W" && mkdir -p "$W"
 fixtures() {
     rm -f "$W/fifo" "$W/notes.txt"
@@ -23,6 +24,7 @@ while IFS= read -r line; do
     case "$line" in ''|'#'*) continue ;; esac
     IFS='|' read -r name code want avoid files cmd <<< "$line"
     name=$(echo $name) code=$(echo $code) want=$(echo "$want" | sed 's/^ *//; s/ *$//')
+    [ -n "$ONLY" ] && ! printf '%s\n' "$name" | grep -Eq -- "$ONLY" && continue
     avoid=$(echo "$avoid" | sed 's/^ *//; s/ *$//') files=$(echo $files)
     n=$((n + 1))
     fixtures

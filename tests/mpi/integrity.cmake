@@ -1,0 +1,14 @@
+# Results integrity, round three (issue 26): the hostile cases of tests/cli/integrity_cases.txt
+# (run by tests/cli/run_cases.sh like why_cases.txt): --model-config under mpirun, the
+# checked opener of every input file, damaged HDF5 files, dangling links, bad paths, strict
+# decimal numbers, a file-size limit.  About a minute here.
+cpb_cmd_test(cli_integrity_cases bash ${CMAKE_SOURCE_DIR}/tests/cli/run_cases.sh ${CPBENCH} ${MPIEXEC_EXECUTABLE}
+  ${CMAKE_CURRENT_BINARY_DIR}/cli_integrity_cases ${CMAKE_SOURCE_DIR}/tests/cli/integrity_cases.txt)
+set_tests_properties(cli_integrity_cases PROPERTIES TIMEOUT 600)
+# §1: every option of the table, with its example value, gives the same agreement hash on
+# 2 ranks, the same canonical text parsed twice, and an input file's contents are hashed
+add_executable(args_agree ${CMAKE_CURRENT_SOURCE_DIR}/mpi/args_agree.c)
+target_link_libraries(args_agree PRIVATE cpb_cli)
+target_include_directories(args_agree PRIVATE ${CMAKE_SOURCE_DIR}/harness)
+cpb_mpi_test(args_agree_np2 2 $<TARGET_FILE:args_agree> ${CMAKE_CURRENT_BINARY_DIR}/args_agree.d
+             ${CMAKE_SOURCE_DIR}/tests/data)
