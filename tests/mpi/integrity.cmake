@@ -12,3 +12,7 @@ target_link_libraries(args_agree PRIVATE cpb_cli)
 target_include_directories(args_agree PRIVATE ${CMAKE_SOURCE_DIR}/harness)
 cpb_mpi_test(args_agree_np2 2 $<TARGET_FILE:args_agree> ${CMAKE_CURRENT_BINARY_DIR}/args_agree.d
              ${CMAKE_SOURCE_DIR}/tests/data)
+# §2, §10: two sweeps at once on one file run every point once; a short stress of sweeps
+# and runs together (a few seconds)
+cpb_cmd_test(cli_concurrent_writers bash ${CMAKE_SOURCE_DIR}/tests/cli/concurrent_writers.sh ${CPBENCH}
+  ${CMAKE_CURRENT_BINARY_DIR}/cli_concurrent_writers)
