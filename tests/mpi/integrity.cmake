@@ -16,3 +16,7 @@ cpb_mpi_test(args_agree_np2 2 $<TARGET_FILE:args_agree> ${CMAKE_CURRENT_BINARY_D
 # and runs together (a few seconds)
 cpb_cmd_test(cli_concurrent_writers bash ${CMAKE_SOURCE_DIR}/tests/cli/concurrent_writers.sh ${CPBENCH}
   ${CMAKE_CURRENT_BINARY_DIR}/cli_concurrent_writers)
+# §9: paper/make_figures.py and paper/claims.py on hostile files: one line naming the file,
+# exit 2, never a traceback (a few seconds)
+cpb_cmd_test(harness_paper_bad_inputs bash ${CMAKE_SOURCE_DIR}/tests/paper_bad_inputs.sh ${CPBENCH}
+  ${CMAKE_CURRENT_BINARY_DIR}/harness_paper_bad_inputs ${CMAKE_SOURCE_DIR})
