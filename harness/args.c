@@ -98,8 +98,8 @@ static const opt_def opts[] = {
     {"--isolate", OPT_FLAG, F(isolate), 0, NULL, NULL, "sweep: run each trial in its own process", NONE, CMD(sweep), BE_ALL, NULL},
     {"--max-context", OPT_FLAG, F(max_context), 0, NULL, NULL, "plan: the longest context each candidate fits", NONE,
      CMD(plan), BE_SIM, NULL},
-    {"--timeout", OPT_DOUBLE, F(timeout), 0, NULL, "SECONDS", "end every rank when a trial makes no progress this long (default 1800)",
-     NONE, C_CTX, BE_MEASURED, "600"},
+    {"--timeout", OPT_DOUBLE, F(timeout), 0, NULL, "SECONDS", "end every rank when a trial makes no progress this long; sim: "
+     "stop a point still simulating after this long (default 1800)", NONE, C_CTX | CMD(plan), BE_ALL, "600"},
     {"--seq-start", OPT_SIZE, F(seq_start), 0, NULL, "S", "sweep (and run --scope model): first length", NONE, C_POINTS | CMD(bench_kernels) | CMD(plan), BE_ALL, "64K"},
     {"--seq-stop", OPT_SIZE, F(seq_stop), 0, NULL, "S", "sweep (and run --scope model): last length", NONE, C_POINTS | CMD(bench_kernels) | CMD(plan), BE_ALL, "8M"},
     {"--factor", OPT_DOUBLE, F(factor), 0, NULL, "F", "sweep: growth factor (default 2)", NONE, CMD(sweep), BE_ALL, "4"},
@@ -783,6 +783,7 @@ void cpb_args_sim_opts(const cpb_args *a, cpb_sim_opts *o)
     o->host_mem_cap = a->host_mem_cap;
     o->no_race_check = a->no_race_check;
     o->ranks = a->sim_ranks[0] ? cpb_sim_ranks_parse(a->sim_ranks) : CPB_SIM_RANKS_AUTO;
+    o->timeout_s = a->timeout; /* the simulator's watchdog: per point (sim_layer.c) */
     if (o->ranks < 0) o->ranks = CPB_SIM_RANKS_AUTO; /* the parser accepts only the three names */
 }
 

@@ -351,7 +351,9 @@ Test(args, repeated_and_ignored_options_are_refused)
     expect_error(CHECK(&a, err, CPB_CMD_run, "--backend", "sim", "--seed", "3"), err, "--seed", "sim backend does not");
     expect_error(CHECK(&a, err, CPB_CMD_run, "--backend", "cpu", "--gpu", "h200"), err, "--gpu", "cpu backend");
     expect_error(CHECK(&a, err, CPB_CMD_run, "--backend", "cpu", "--comm", "mpi"), err, "--comm", "cuda backend");
-    expect_error(CHECK(&a, err, CPB_CMD_run, "--backend", "sim", "--timeout", "60"), err, "--timeout", NULL);
+    /* --timeout bounds a simulated point too (issue 26 §7); a command without trials refuses it */
+    cr_assert_eq(CHECK(&a, err, CPB_CMD_run, "--backend", "sim", "--timeout", "60"), CPB_OK, "%s", err);
+    expect_error(CHECK(&a, err, CPB_CMD_list, "--timeout", "60"), err, "--timeout", "`cpbench list` does not use");
     expect_error(CHECK(&a, err, CPB_CMD_run, "--backend", "sim", "--seq-stop", "1M"), err, "--scope model", NULL);
     expect_error(CHECK(&a, err, CPB_CMD_run, "--force"), err, "--force", "--out or --dump");
     expect_error(CHECK(&a, err, CPB_CMD_fingerprints, "--backend", "sim", "--results", "x.h5"), err, "--backend", NULL);
