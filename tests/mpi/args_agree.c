@@ -55,15 +55,27 @@ static const char *value_of(int i, int *flag)
     return path;
 }
 
-/* parse {name, value} from fresh copies; CPB_OK or the parser's code (err says) */
-static int parse_one(const char *name, const char *value, cpb_args *a, char *err, size_t len)
+/* the copies of the arguments parsed last (string options point into them): freed by the
+ * next parse_one or at the end */
+static char *copies[4];
+static int ncopies;
+
+static void free_copies(void)
 {
+    while (ncopies > 0) free(copies[--ncopies]);
+}
+
+/* parse {name, value} from fresh copies at new addresses; CPB_OK or the parser's code (err
+ * says).  keep: leave the previous parse's copies allocated (two parses compared) */
+static int parse_one(const char *name, const char *value, cpb_args *a, int keep, char *err, size_t len)
+{
+    if (!keep) free_copies();
     char *n = strdup(name), *v = value ? strdup(value) : NULL;
+    copies[ncopies++] = n;
+    if (v) copies[ncopies++] = v;
     char *argv[2] = {n, v};
     cpb_args_defaults(a);
-    int rc = cpb_args_parse(v ? 2 : 1, argv, a, err, len);
-    /* the copies stay allocated: string options point into argv */
-    return rc;
+    return cpb_args_parse(v ? 2 : 1, argv, a, err, len);
 }
 
 int main(int argc, char **argv)
@@ -102,8 +114,8 @@ int main(int argc, char **argv)
         const char *value = value_of(i, &flag);
         cpb_args a1, a2;
         char err[1024];
-        int rc = parse_one(name, value, &a1, err, sizeof err);
-        if (rc == CPB_OK) rc = parse_one(name, value, &a2, err, sizeof err);
+        int rc = parse_one(name, value, &a1, 0, err, sizeof err);
+        if (rc == CPB_OK) rc = parse_one(name, value, &a2, 1, err, sizeof err);
         if (rc != CPB_OK) {
             if (rank == 0) printf("FAIL %s %s: the example does not parse: %s\n", name, value ? value : "", err);
             failed++;
@@ -137,14 +149,14 @@ int main(int argc, char **argv)
         char *ffn = strstr(other, "\"intermediate_size\": 128");
         write_file(p, cfg_text);
         cpb_args a;
-        uint64_t h1 = parse_one("--model-config", p, &a, err, sizeof err) == CPB_OK ? cpb_args_agreement_hash(&a, "run") : 0;
+        uint64_t h1 = parse_one("--model-config", p, &a, 0, err, sizeof err) == CPB_OK ? cpb_args_agreement_hash(&a, "run") : 0;
         if (ffn) memcpy(ffn, "\"intermediate_size\": 256", 24);
         write_file(p, other);
-        uint64_t h2 = parse_one("--model-config", p, &a, err, sizeof err) == CPB_OK ? cpb_args_agreement_hash(&a, "run") : 0;
+        uint64_t h2 = parse_one("--model-config", p, &a, 0, err, sizeof err) == CPB_OK ? cpb_args_agreement_hash(&a, "run") : 0;
         snprintf(p, sizeof p, "%s/calibration.txt", work);
-        uint64_t c1 = parse_one("--calibration", p, &a, err, sizeof err) == CPB_OK ? cpb_args_agreement_hash(&a, "run") : 0;
+        uint64_t c1 = parse_one("--calibration", p, &a, 0, err, sizeof err) == CPB_OK ? cpb_args_agreement_hash(&a, "run") : 0;
         write_file(p, "attn_fwd_tflops = 301\n");
-        uint64_t c2 = parse_one("--calibration", p, &a, err, sizeof err) == CPB_OK ? cpb_args_agreement_hash(&a, "run") : 0;
+        uint64_t c2 = parse_one("--calibration", p, &a, 0, err, sizeof err) == CPB_OK ? cpb_args_agreement_hash(&a, "run") : 0;
         if (!ffn || !h1 || !h2 || h1 == h2) {
             printf("FAIL --model-config: a file with other contents at the same path gives the same hash\n");
             failed++;
@@ -154,6 +166,7 @@ int main(int argc, char **argv)
             failed++;
         }
     }
+    free_copies();
     int total = 0;
     MPI_Allreduce(&failed, &total, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (rank == 0)
