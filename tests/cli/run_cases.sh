@@ -32,8 +32,10 @@ while IFS= read -r line; do
     for f in ${files//,/ }; do
         case "$f" in -) ;; absent:*) rm -f "$W/${f#absent:}" ;; *) sum[$f]=$(cksum < "$W/$f") ;; esac
     done
+    t0=$SECONDS
     out=$(cd "$W" && timeout 120 bash -c "$cmd" 2>&1 < /dev/null)
     rc=$?
+    dt=$((SECONDS - t0))
     bad=""
     [ "$rc" -eq "$code" ] || bad="exit $rc, expected $code"
     [ -z "$bad" ] && ! printf '%s\n' "$out" | grep -Eq -- "$want" && bad="output does not match '$want'"
@@ -51,7 +53,7 @@ while IFS= read -r line; do
         printf '%s\n' "$out" | tail -n 15 | sed 's/^/    /'
         failed=$((failed + 1))
     else
-        echo "ok   $name"
+        echo "ok   $name (${dt} s)"
     fi
 done < "$CASES"
 echo "run_cases: $n cases, $failed failed"
