@@ -337,17 +337,18 @@ static int write_rows(const cpb_cli *c, const cpb_plan *pl, const char *gpu, int
     char err[1024];
     cpb_row *prev = NULL;
     int64_t nprev = 0;
-    if (access(path, F_OK) == 0 && cpb_results_read(path, &prev, &nprev, err, sizeof err) != CPB_OK) {
-        fprintf(stderr, "cpbench plan: %s\n", err);
-        return 2;
-    }
     cpb_provenance prov;
     cpb_provenance_collect(&prov, c->argc, c->argv, &cpb_backend_sim, gpu, C);
     cpb_results *f = NULL;
-    if (cpb_results_open(path, &prov, c->a.force, &f, err, sizeof err) != CPB_OK) {
+    /* the file open first (its write lock), then the rows already there read under the
+     * lock: another writer between the reading and the appending would make rows twice
+     * (issue 26 §2, the sweep's defect) */
+    int orc = cpb_results_open(path, &prov, c->a.force, &f, err, sizeof err);
+    if (orc == CPB_OK) orc = cpb_results_read_open(f, &prev, &nprev, err, sizeof err);
+    if (orc != CPB_OK) {
         fprintf(stderr, "cpbench plan: %s\n", err);
-        free(prev);
-        return 2;
+        cpb_results_close(f);
+        return orc == CPB_ERR_INVALID ? 2 : 1;
     }
     int written = 0, there = 0, rc = 0;
     for (int i = 0; i < pl->n && !rc; i++) {
