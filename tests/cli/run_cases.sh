@@ -24,7 +24,12 @@ while IFS= read -r line; do
     case "$line" in ''|'#'*) continue ;; esac
     IFS='|' read -r name code want avoid files cmd <<< "$line"
     name=$(echo $name) code=$(echo $code) want=$(echo "$want" | sed 's/^ *//; s/ *$//')
-    [ -n "$ONLY" ] && ! printf '%s\n' "$name" | grep -Eq -- "$ONLY" && continue
+    # NAME-PATTERN: the cases whose name matches it (grep -E), or with a leading '!' the others
+    case "$ONLY" in
+        '') ;;
+        '!'*) printf '%s\n' "$name" | grep -Eq -- "${ONLY#!}" && continue ;;
+        *) ! printf '%s\n' "$name" | grep -Eq -- "$ONLY" && continue ;;
+    esac
     avoid=$(echo "$avoid" | sed 's/^ *//; s/ *$//') files=$(echo $files)
     n=$((n + 1))
     fixtures
