@@ -5,6 +5,10 @@
  * Nothing here is fitted to the published throughput or maximum-length tables. */
 #include "gpu_profiles.h"
 
+#include <unistd.h>
+
+#include "input_file.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -283,8 +287,13 @@ static char *trim(char *s)
 
 int cpb_gpu_profile_calibrate(cpb_gpu_profile *p, const char *path, char *err, size_t err_len)
 {
-    FILE *f = fopen(path, "r");
+    /* the checked opener: a FIFO or a device is refused before any read */
+    int fd;
+    int orc = cpb_input_open(path, "--calibration", &fd, err, err_len);
+    if (orc != CPB_OK) return orc;
+    FILE *f = fdopen(fd, "r");
     if (!f) {
+        close(fd);
         snprintf(err, err_len, "cannot read calibration file '%s': %s", path, strerror(errno));
         return CPB_ERR_IO;
     }
@@ -303,11 +312,11 @@ int cpb_gpu_profile_calibrate(cpb_gpu_profile *p, const char *path, char *err, s
             break;
         }
         *eq = 0;
-        char *key = trim(s), *val = trim(eq + 1), *end = NULL;
-        errno = 0;
-        double v = strtod(val, &end);
-        if (!*val || *end || errno) {
-            snprintf(err, err_len, "%s:%d: value of '%s' is not a number: '%s'", path, ln, key, val);
+        char *key = trim(s), *val = trim(eq + 1);
+        double v;
+        /* the one strict decimal parser (input_file.h): strtod would take hex and "inf" */
+        if (cpb_parse_decimal(val, &v) != 0) {
+            snprintf(err, err_len, "%s:%d: value of '%s' is not a number (plain decimal, no sign or hex): '%s'", path, ln, key, val);
             rc = CPB_ERR_INVALID;
             break;
         }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cpb_presets.h"
+#include "input_file.h"
 #include "model_scope.h"
 
 typedef struct reader {
@@ -68,8 +69,10 @@ static int positive(const reader *R, const char *key, int64_t def, int64_t max, 
     }
     json_int_t x = json_integer_value(v);
     if (x <= 0 || x > max) {
-        snprintf(got, sizeof got, ", got %lld", (long long)x);
-        return fail(R, key, x <= 0 ? "expected a positive integer" : "expected an integer in range", got);
+        /* the range itself, so that the fix is in the message */
+        snprintf(got, sizeof got, "expected %s in 1..%lld, got %lld", x <= 0 ? "a positive integer" : "an integer",
+                 (long long)max, (long long)x);
+        return fail(R, key, got, NULL);
     }
     *out = (int64_t)x;
     return CPB_OK;
@@ -448,21 +451,35 @@ static void make_name(const reader *R, cpb_model_def *m)
     snprintf(m->name, sizeof m->name, "%s~%06x", base, (unsigned)(h & 0xffffff));
 }
 
+/* the largest config.json read: real ones are a few KB */
+#define MAX_CONFIG_BYTES ((size_t)4 << 20)
+
 int cpb_model_config_read(const char *path, cpb_model_def *out, char *err, size_t err_len)
 {
     memset(out, 0, sizeof out[0]);
+    /* the checked opener: a FIFO, a device or a directory is refused before any read (a FIFO
+     * would block json_load_file forever) */
+    char *text;
+    size_t n;
+    int rc = cpb_input_read(path, "--model-config", MAX_CONFIG_BYTES, &text, &n, err, err_len);
+    if (rc != CPB_OK) {
+        size_t l = strlen(err);
+        snprintf(err + l, err_len - l, " (--model-config takes a Hugging Face config.json)");
+        return rc == CPB_ERR_IO ? CPB_ERR_INVALID : rc;
+    }
+    rc = cpb_model_config_parse(text, n, path, out, err, err_len);
+    free(text);
+    return rc;
+}
+
+int cpb_model_config_parse(const char *text, size_t n, const char *path, cpb_model_def *out, char *err, size_t err_len)
+{
+    memset(out, 0, sizeof out[0]);
     json_error_t je;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    json_t *root = json_loadb(text, n, JSON_REJECT_DUPLICATES, &je);
     if (!root) {
-        FILE *f = fopen(path, "rb");
-        if (!f) {
-            snprintf(err, err_len, "--model-config %s: cannot be read (%s); give the path of a Hugging Face config.json",
-                     path, je.text);
-        } else {
-            fclose(f);
-            snprintf(err, err_len, "--model-config %s: not JSON (line %d, column %d: %s); expected a Hugging Face "
-                     "config.json", path, je.line, je.column, je.text);
-        }
+        snprintf(err, err_len, "--model-config %s: not JSON (line %d, column %d: %s); expected a Hugging Face "
+                 "config.json", path, je.line, je.column, je.text);
         return CPB_ERR_INVALID;
     }
     reader R = {path, NULL, root, err, err_len};

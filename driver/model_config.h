@@ -60,6 +60,10 @@ typedef struct cpb_model_def {
  * what was expected (missing, wrong type, not positive, head_dim not derivable, heads not
  * a multiple of the kv heads, not JSON, unreadable). */
 int cpb_model_config_read(const char *path, cpb_model_def *out, char *err, size_t err_len);
+/* The same from the file's bytes text[0..n) (not necessarily NUL-terminated), `path` naming
+ * it in messages: what cpb_model_config_read does once it has read the file through the
+ * checked opener (input_file.h), and what the fuzz target drives. */
+int cpb_model_config_parse(const char *text, size_t n, const char *path, cpb_model_def *out, char *err, size_t err_len);
 
 /* Read and register it: its name then works wherever a preset's does, and its whole text
  * is kept for the results file (cpb_model_config_text).  *name_out (may be NULL) gets the

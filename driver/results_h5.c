@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "input_file.h"
 #include "knobs.h"
 #include "model_config.h"
 #include "model_scope.h"
@@ -115,6 +116,17 @@ static int fail_code(int code, char *err, size_t len, const char *fmt, ...)
 typedef struct { H5E_auto2_t fn; void *data; } quiet_t;
 static quiet_t quiet_begin(void)
 {
+    /* No library shutdown at exit (before HDF5 first starts, so here: every entry of this
+     * file begins with quiet_begin).  Every file and object opened here is closed on every
+     * path (H5F_CLOSE_STRONG), but HDF5 1.10's own reading of a damaged object header keeps
+     * internal objects it can never free, and its shutdown at exit then loops and prints
+     * "HDF5: infinite loop closing library" and a list of interfaces after our message.
+     * Nothing is lost: no file is open by then. */
+    static int once;
+    if (!once) {
+        once = 1;
+        (void)H5dont_atexit(); /* fails harmlessly when another user started HDF5 first */
+    }
     quiet_t q;
     H5Eget_auto2(H5E_DEFAULT, &q.fn, &q.data);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
@@ -343,13 +355,19 @@ static int write_file_attrs(hid_t file, hid_t runs, const cpb_provenance *p)
 
 /* ---------------------------------------------------------------- checks of an open file */
 
-/* the dataset `name` of f when it is one (not a group, not a dangling link); -1 otherwise */
+/* the dataset `name` of f when it is one (not a group, not a dangling link); -1 otherwise,
+ * and -2 when the file is damaged there: the link or the object it names cannot be read
+ * (an error of HDF5, not an absence) */
 static hid_t open_table(hid_t f, const char *name)
 {
-    if (H5Lexists(f, name, H5P_DEFAULT) <= 0) return -1;
+    htri_t there = H5Lexists(f, name, H5P_DEFAULT);
+    if (there < 0) return -2;
+    if (there == 0) return -1;
     H5O_info_t info;
-    if (H5Oget_info_by_name(f, name, &info, H5P_DEFAULT) < 0 || info.type != H5O_TYPE_DATASET) return -1;
-    return H5Dopen2(f, name, H5P_DEFAULT);
+    if (H5Oget_info_by_name(f, name, &info, H5P_DEFAULT) < 0) return -2;
+    if (info.type != H5O_TYPE_DATASET) return -1;
+    hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
+    return d >= 0 ? d : -2;
 }
 
 /* rows of a 1-D table; -1 when d is not one */
@@ -382,7 +400,11 @@ int cpb_results_check_hid(hid_t f, const char *path, int for_append, char *err, 
     char schema[64] = "", tags[1024] = "", want_tags[512];
     int version = -1, rc = CPB_OK;
     hid_t runs = open_table(f, RUNS);
-    if (read_str_attr(f, ATTR_SCHEMA, schema, sizeof schema) != 0 || strcmp(schema, CPB_RESULTS_SCHEMA) != 0 ||
+    if (runs == -2 || H5Aexists(f, ATTR_SCHEMA) < 0) {
+        /* HDF5 failed reading what is there: a damaged file, not another kind of file */
+        rc = refuse(err, len, "%s is damaged: HDF5 cannot read its %s (truncated or overwritten?)", path,
+                    runs == -2 ? "table " RUNS : "attributes");
+    } else if (read_str_attr(f, ATTR_SCHEMA, schema, sizeof schema) != 0 || strcmp(schema, CPB_RESULTS_SCHEMA) != 0 ||
         runs < 0) {
         rc = refuse(err, len, "%s is an HDF5 file but not a cpbench results file (no '%s' attribute equal to '%s', or no "
                     "%s table)", path, ATTR_SCHEMA, CPB_RESULTS_SCHEMA, RUNS);
@@ -481,47 +503,62 @@ out:
 
 /* ---------------------------------------------------------------- files by name */
 
-/* 1 when the HDF5 error just seen is its file lock (another writer holds the file) */
-static int is_lock_error(void)
+/* Walk callback: is this entry of the stack the file-locking error class? */
+static herr_t lock_cb(unsigned n, const H5E_error2_t *e, void *data)
 {
-    char detail[256];
-    h5_detail(detail);
-    return strstr(detail, "lock") != NULL;
+    (void)n;
+    if (e->min_num == H5E_CANTLOCKFILE) *(int *)data = 1;
+    return 0;
 }
 
-/* H5Fopen, waiting up to LOCK_WAIT_S while another process holds the file's lock */
-static hid_t open_waiting(const char *path, unsigned flags)
+/* 1 when the HDF5 error just seen came from its file lock (another process holds the
+ * file): decided by the error class of the lock call itself (H5E_CANTLOCKFILE, pushed only
+ * by the lock), never by the text of a message ("truncated file: ... sblock->base_addr"
+ * has "lock" in it and is a damaged file, not a busy one).  The stack is left for
+ * h5_detail. */
+static int is_lock_error(void)
 {
+    int locked = 0;
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, lock_cb, &locked);
+    return locked;
+}
+
+/* File access properties of every file opened here: H5F_CLOSE_STRONG, so that closing the
+ * file closes every object still open in it, on every path (an error part-way through
+ * a check of a damaged file left objects open, and the library's exit then looped:
+ * "HDF5: infinite loop closing library") */
+static hid_t strong_fapl(void)
+{
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl >= 0) H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
+    return fapl;
+}
+
+/* H5Fopen, waiting up to LOCK_WAIT_S while another process holds the file's lock; any
+ * other failure returns at once (*locked 0) with the HDF5 error stack kept for the message */
+static hid_t open_waiting(const char *path, unsigned flags, int *locked)
+{
+    hid_t fapl = strong_fapl();
     for (int tries = 0;; tries++) {
-        hid_t f = H5Fopen(path, flags, H5P_DEFAULT);
-        if (f >= 0 || !is_lock_error() || tries >= LOCK_WAIT_S * 10) return f;
+        hid_t f = H5Fopen(path, flags, fapl);
+        *locked = f < 0 && is_lock_error();
+        if (f >= 0 || !*locked || tries >= LOCK_WAIT_S * 10) {
+            H5Pclose(fapl);
+            return f;
+        }
+        H5Eclear2(H5E_DEFAULT);
         struct timespec ts = {0, 100 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
 }
 
-/* 0 when path is a regular file (*exists 1) or nothing (*exists 0); else CPB_ERR_INVALID
- * (a FIFO would block its reader, a directory or device is no file to write) */
-static int path_kind(const char *path, int *exists, char *err, size_t len)
+/* 0 when path is a regular file (*exists 1) or nothing (*exists 0); else CPB_ERR_INVALID:
+ * the checked look at a path of input_file.h (a FIFO would block its reader, a directory or
+ * device is no file to write, a dangling symbolic link or a name the system cannot look up
+ * is bad input) */
+static int path_kind(const char *path, int for_output, int *exists, char *err, size_t len)
 {
-    struct stat st;
-    *exists = 0;
-    if (!path || !*path) {
-        snprintf(err, len, "the results file name is empty: give a file name such as results.h5");
-        return CPB_ERR_INVALID;
-    }
-    if (stat(path, &st) != 0) {
-        if (errno == ENOENT) return CPB_OK;
-        snprintf(err, len, "cannot look at %s: %s", path, strerror(errno));
-        return CPB_ERR_IO;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        snprintf(err, len, "%s is not a regular file (%s): give a file name; it was left untouched", path,
-                 S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : "a device or socket");
-        return CPB_ERR_INVALID;
-    }
-    *exists = 1;
-    return CPB_OK;
+    return cpb_path_check(path, for_output ? "the results file" : "results file", for_output, exists, err, len);
 }
 
 /* the directory of path (".", "/", or the part before the last slash) */
@@ -542,10 +579,14 @@ static int check_existing(const char *path, char *err, size_t len)
         H5Eclear2(H5E_DEFAULT);
         rc = refuse(err, len, "%s exists and is not an HDF5 file", path);
     } else {
-        hid_t f = open_waiting(path, H5F_ACC_RDONLY);
-        if (f < 0) {
+        int locked;
+        hid_t f = open_waiting(path, H5F_ACC_RDONLY, &locked);
+        if (f < 0 && locked) {
             rc = fail(err, len, "cannot open %s to check it is a cpbench results file (another process has held it "
                       "open for %d s: a sweep or a reader?)", path, LOCK_WAIT_S);
+        } else if (f < 0) {
+            rc = refuse(err, len, "%s is damaged: it begins as an HDF5 file but HDF5 cannot open it (truncated or "
+                        "overwritten?)", path);
         } else {
             rc = cpb_results_check_hid(f, path, 1, err, len);
             H5Fclose(f);
@@ -558,7 +599,7 @@ static int check_existing(const char *path, char *err, size_t len)
 int cpb_results_check_target(const char *path, int force, char *err, size_t len)
 {
     int exists;
-    int rc = path_kind(path, &exists, err, len);
+    int rc = path_kind(path, 1, &exists, err, len);
     if (rc != CPB_OK) return rc;
     if (!exists) {
         char dir[1024];
@@ -718,7 +759,9 @@ static int create_in_place(cpb_results *r, const char *path, const cpb_provenanc
     umask(mask);
     (void)fchmod(fd, 0666 & ~mask); /* mkstemp's 0600 would keep others from reading the results */
     close(fd);
-    r->file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t fapl = strong_fapl();
+    r->file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    H5Pclose(fapl);
     int rc = CPB_OK;
     if (r->file < 0) {
         rc = fail(err, len, "cannot create %s", path);
@@ -740,7 +783,8 @@ static int create_in_place(cpb_results *r, const char *path, const cpb_provenanc
         H5Dclose(r->sessions);
         H5Dclose(r->models);
         H5Fclose(r->file);
-        r->file = open_waiting(path, H5F_ACC_RDWR);
+        int locked;
+        r->file = open_waiting(path, H5F_ACC_RDWR, &locked);
         r->runs = r->file >= 0 ? H5Dopen2(r->file, RUNS, H5P_DEFAULT) : -1;
         r->sessions = r->file >= 0 ? H5Dopen2(r->file, SESSIONS, H5P_DEFAULT) : -1;
         r->models = r->file >= 0 ? H5Dopen2(r->file, MODELS, H5P_DEFAULT) : -1;
@@ -824,7 +868,7 @@ int cpb_results_open(const char *path, const cpb_provenance *prov, int force, cp
     /* a second writer creating the same file at once finds it created: then it appends */
     for (int attempt = 0; attempt < 3; attempt++) {
         int exists = 0, lost = 0;
-        if ((rc = path_kind(path, &exists, err, err_len)) != CPB_OK) break;
+        if ((rc = path_kind(path, 1, &exists, err, err_len)) != CPB_OK) break;
         if (!exists) {
             rc = cpb_results_check_target(path, force, err, err_len); /* its directory */
             if (rc == CPB_OK) rc = create_in_place(r, path, prov, 0, &lost, err, err_len);
@@ -839,10 +883,13 @@ int cpb_results_open(const char *path, const cpb_provenance *prov, int force, cp
             size_t n = strlen(err);
             snprintf(err + n, err_len - n, "; it was left untouched. Give another file name, or --force to replace it");
         } else if (rc == CPB_OK) {
-            r->file = open_waiting(path, H5F_ACC_RDWR);
-            if (r->file < 0) {
-                rc = fail(err, err_len, "cannot open %s for appending (permissions? another process has held it open for "
-                          "%d s?)", path, LOCK_WAIT_S);
+            int locked;
+            r->file = open_waiting(path, H5F_ACC_RDWR, &locked);
+            if (r->file < 0 && locked) {
+                rc = fail(err, err_len, "cannot open %s for appending: another process has held it open for %d s (a "
+                          "sweep or a reader?)", path, LOCK_WAIT_S);
+            } else if (r->file < 0) {
+                rc = fail(err, err_len, "cannot open %s for appending (permissions?)", path);
             } else if ((rc = cpb_results_check_hid(r->file, path, 1, err, err_len)) == CPB_OK) {
                 r->runs = H5Dopen2(r->file, RUNS, H5P_DEFAULT);
                 r->sessions = H5Dopen2(r->file, SESSIONS, H5P_DEFAULT);
@@ -888,6 +935,11 @@ int cpb_results_append(cpb_results *f, cpb_row *row, char *err, size_t err_len)
 
 int64_t cpb_results_rows(const cpb_results *f) { return table_rows(f->runs); }
 
+int cpb_results_read_open(cpb_results *f, cpb_row **rows, int64_t *n, char *err, size_t err_len)
+{
+    return cpb_results_read_hid(f->file, f->path, rows, n, err, err_len);
+}
+
 void cpb_results_close(cpb_results *f)
 {
     if (!f) return;
@@ -917,18 +969,18 @@ int cpb_results_read(const char *path, cpb_row **rows, int64_t *n, char *err, si
     *rows = NULL;
     *n = 0;
     int exists;
-    int rc = path_kind(path, &exists, err, err_len);
+    int rc = path_kind(path, 0, &exists, err, err_len);
     if (rc != CPB_OK) return rc;
-    if (!exists) {
-        snprintf(err, err_len, "%s does not exist", path);
-        return CPB_ERR_IO;
-    }
     quiet_t q = quiet_begin();
     hid_t f = -1;
+    int locked = 0;
     if (H5Fis_hdf5(path) <= 0) {
         rc = refuse(err, err_len, "%s is not an HDF5 file", path);
-    } else if ((f = open_waiting(path, H5F_ACC_RDONLY)) < 0) {
-        rc = fail(err, err_len, "cannot open %s for reading", path);
+    } else if ((f = open_waiting(path, H5F_ACC_RDONLY, &locked)) < 0) {
+        rc = locked ? fail(err, err_len, "cannot open %s for reading: another process has held it open for %d s", path,
+                           LOCK_WAIT_S)
+                    : refuse(err, err_len, "%s is damaged: it begins as an HDF5 file but HDF5 cannot open it "
+                             "(truncated or overwritten?)", path);
     } else if ((rc = cpb_results_check_hid(f, path, 0, err, err_len)) == CPB_OK) {
         rc = cpb_results_read_hid(f, path, rows, n, err, err_len);
     }

@@ -68,6 +68,10 @@ int cpb_results_open(const char *path, const cpb_provenance *prov, int force, cp
  * whether the table could be restored. */
 int cpb_results_append(cpb_results *f, cpb_row *row, char *err, size_t err_len);
 int64_t cpb_results_rows(const cpb_results *f); /* rows in /runs, earlier sessions included */
+/* Every row of /runs of the open file f (cpb_results_read's rules), read under the lock f
+ * holds: what a sweep reads to know which points are done, with no writer between its
+ * reading and its appending. */
+int cpb_results_read_open(cpb_results *f, cpb_row **rows, int64_t *n, char *err, size_t err_len);
 void cpb_results_close(cpb_results *f);
 
 /* Open (or create) `path`, append `row` as one new session whose provenance is argv,

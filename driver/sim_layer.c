@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fingerprint.h"
 #include "gpu_profiles.h"
@@ -156,7 +157,46 @@ typedef struct sim_run {
     uint64_t first_hash;
     int exact;             /* every rank's trace is kept (not one per class of ranks alike) */
     int64_t rss0, avail0;  /* this process's resident bytes and the machine's available at the start */
+    double t0;             /* when the point began (--timeout) */
+    int64_t est_entries;   /* the work estimated after the first rank (sim_layer.h) */
+    double est_seconds;
 } sim_run;
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* the ranks a point records and replays under mode (the symmetric mode: its first period
+ * and the samples of try_period; exact: every rank, twice over) */
+static int64_t ranks_of_work(int C, int gpn, int mode)
+{
+    if (mode == CPB_SIM_RANKS_AUTO) mode = C <= CPB_SIM_EXACT_MAX_RANKS ? CPB_SIM_RANKS_EXACT : CPB_SIM_RANKS_SYMMETRIC;
+    if (mode != CPB_SIM_RANKS_SYMMETRIC) return 2 * (int64_t)C;
+    int periods[64];
+    int np = cpb_sim_periods(C, gpn, periods, 64);
+    const int P = np > 0 ? periods[0] : C;
+    return 2 * (int64_t)P + 8; /* recorded and replayed, and the samples of the other periods */
+}
+
+/* after the first rank: the estimated work of the point; 1 (with the message) above the bound */
+static int too_much_work(sim_run *s, int k, double rank_s, char *err, size_t len)
+{
+    const int64_t per_rank = s->w->traces[k].n, ranks = ranks_of_work(s->p->C, s->gpn, s->o->ranks);
+    s->est_entries = per_rank * ranks;
+    s->est_seconds = rank_s * (double)ranks;
+    if (s->est_entries <= CPB_SIM_MAX_TRACE_ENTRIES) return 0;
+    const int symmetric = s->o->ranks == CPB_SIM_RANKS_SYMMETRIC ||
+                          (s->o->ranks == CPB_SIM_RANKS_AUTO && s->p->C > CPB_SIM_EXACT_MAX_RANKS);
+    snprintf(err, len, "simulator: this point would replay about %.3g trace entries (%lld per rank x %lld ranks "
+             "recorded and replayed), more than the bound of %.3g: about %.0f s here. %s", (double)s->est_entries,
+             (long long)per_rank, (long long)ranks, (double)CPB_SIM_MAX_TRACE_ENTRIES, s->est_seconds,
+             symmetric ? "Simulate fewer ranks (--gpus)"
+                       : "Use --sim-ranks symmetric (one rank per class of ranks alike) or simulate fewer ranks (--gpus)");
+    return 1;
+}
 
 /* run rank k once (no-op when it ran); CPB_OK, or the trial's failure / a broken
  * symmetric-allocation rule with row's status set */
@@ -168,10 +208,23 @@ static int record(sim_run *s, int k)
     char err[1024];
     const int first = s->nrec++ == 0;
     *rk = *row;
+    const double t_rank = now_s();
     int trc = run_rank(s->p, s->m, s->o, s->w, k, s->cap, s->host_cap, rk);
+    if (trc == CPB_OK && first && too_much_work(s, k, now_s() - t_rank, err, sizeof err)) {
+        cpb_row_set_status(row, CPB_ERR_UNSUPPORTED, err);
+        return CPB_ERR_UNSUPPORTED;
+    }
     if (trc == CPB_OK && s->exact && too_big_for_host(s->p->C, s->nrec, s->rss0, s->avail0, err, sizeof err)) {
         cpb_row_set_status(row, CPB_ERR_NOMEM_HOST, err);
         return CPB_ERR_NOMEM_HOST;
+    }
+    if (trc == CPB_OK && s->o->timeout_s > 0 && now_s() - s->t0 > s->o->timeout_s) {
+        /* the simulator's watchdog: a point that runs past --timeout stops with what it did */
+        snprintf(err, sizeof err, "simulator: the point ran past --timeout %g s after %d ranks (estimated %.0f s in "
+                 "all): give a larger --timeout, --sim-ranks symmetric or fewer GPUs (--gpus)", s->o->timeout_s,
+                 s->nrec, s->est_seconds);
+        cpb_row_set_status(row, CPB_ERR_UNSUPPORTED, err);
+        return CPB_ERR_UNSUPPORTED;
     }
     if (trc != CPB_OK) {
         /* every rank makes the same allocations (DESIGN section 3): the first failure, an
@@ -299,7 +352,7 @@ int cpb_sim_layer(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts 
         return CPB_OK;
     }
     sim_run s = {p, m, o, w, cap, host_cap, calloc((size_t)p->C, 1), prof.hw.gpus_per_node, &prof.hw, 0, row, rk, 0, 0, 0,
-                 0, cpb_host_rss_bytes(), cpb_host_available_bytes()};
+                 0, cpb_host_rss_bytes(), cpb_host_available_bytes(), now_s(), 0, 0};
     if (!s.recorded) {
         free(rk);
         cpb_sim_world_destroy(w);
@@ -324,4 +377,47 @@ int cpb_sim_layer(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts 
     }
     cpb_sim_world_destroy(w);
     return CPB_OK;
+}
+
+int cpb_sim_estimate(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts *o, int64_t *entries,
+                     double *seconds, char *err, size_t err_len)
+{
+    cpb_sim_opts defaults = {0};
+    if (!o) o = &defaults;
+    *entries = 0;
+    *seconds = 0;
+    cpb_gpu_profile prof;
+    int rc = cpb_sim_profile(o, p, &prof, err, err_len);
+    if (rc != CPB_OK) return rc;
+    if (cpb_method_refusal(m, p, err, err_len) != CPB_OK) return CPB_ERR_REFUSED;
+    cpb_sim_world *w = NULL;
+    cpb_row *row = malloc(sizeof *row), *rk = malloc(sizeof *rk);
+    char *recorded = calloc((size_t)p->C, 1);
+    if (!row || !rk || !recorded || cpb_sim_world_create(p->C, &w) != CPB_OK) {
+        free(row);
+        free(rk);
+        free(recorded);
+        snprintf(err, err_len, "simulator: out of host memory for a world of %d ranks", p->C);
+        return CPB_ERR_NOMEM_HOST;
+    }
+    cpb_row_point(row, m, p, &cpb_backend_sim, prof.name, "layer");
+    cpb_sim_opts probe = *o;
+    probe.timeout_s = 0;
+    const int64_t cap = o->mem_cap > 0 ? o->mem_cap : cpb_gpu_profile_usable(&prof);
+    const int64_t host_cap = o->host_mem_cap > 0 ? o->host_mem_cap : cpb_gpu_profile_host_per_gpu(&prof);
+    sim_run s = {p, m, &probe, w, cap, host_cap, recorded, prof.hw.gpus_per_node, &prof.hw, 0, row, rk, 0, 0, 0,
+                 0, -1, -1, now_s(), 0, 0};
+    rc = record(&s, 0);
+    if (rc == CPB_OK || rc == CPB_ERR_UNSUPPORTED) { /* the work is known: the caller weighs it */
+        *entries = s.est_entries;
+        *seconds = s.est_seconds;
+        rc = CPB_OK;
+    } else {
+        snprintf(err, err_len, "%s", row->reason);
+    }
+    cpb_sim_world_destroy(w);
+    free(recorded);
+    free(rk);
+    free(row);
+    return rc;
 }

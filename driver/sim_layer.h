@@ -22,7 +22,23 @@ typedef struct cpb_sim_opts {
     int64_t host_mem_cap;     /* pinned host capacity per rank; 0 = profile's share */
     int no_race_check;        /* 1 = skip the stream-race check */
     int ranks;                /* cpb_sim_ranks: which ranks are simulated */
+    double timeout_s;         /* --timeout: a point still simulating after this long stops (0: no bound) */
 } cpb_sim_opts;
+
+/* The most trace entries the simulator takes on for one point: the entries of its first
+ * rank (a few thousand for a small world; they grow with the world for ring-like methods)
+ * times the ranks it will record and replay.  Above it a point would run for minutes (a
+ * ring of 65536 ranks at 1M tokens: 2.3 million entries per rank, about 40 ranks, 1.5
+ * minutes a point): it is stopped after its first rank with the estimate and what to do
+ * (--sim-ranks symmetric, fewer GPUs).  16384 ranks of the same take about 23 million, 16 s. */
+#define CPB_SIM_MAX_TRACE_ENTRIES ((int64_t)50 * 1000 * 1000)
+
+/* The estimated work of simulating method m on p: it runs p's rank 0 (the probe) and
+ * multiplies its trace entries by the ranks recorded and replayed under o's --sim-ranks.
+ * *entries, *seconds (at this machine's pace for rank 0); CPB_OK, or the probe's failure
+ * (a refusal, an OOM: then there is no work to bound) with a message. */
+int cpb_sim_estimate(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts *o, int64_t *entries,
+                     double *seconds, char *err, size_t err_len);
 
 /* Which ranks the simulator runs and replays.  Every rank of a method makes the same
  * allocations (DESIGN section 3), and ranks that a move of the whole world onto itself

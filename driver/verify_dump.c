@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "input_file.h"
 #include "verify.h"
 
 static int write_f32(hid_t f, const char *name, int64_t rows, int64_t cols, const float *data)
@@ -100,25 +101,26 @@ static int is_dump(const char *path)
 
 int cpb_verify_dump_check(const char *path, int force, char *err, size_t err_len)
 {
-    struct stat st;
     H5E_auto2_t fn;
     void *data;
     H5Eget_auto2(H5E_DEFAULT, &fn, &data);
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    int rc = CPB_OK;
-    if (stat(path, &st) != 0) {
+    /* the checked look of every file named on the command line (input_file.h): a FIFO, a
+     * directory, a device, a dangling symbolic link, a path through a file, a name too long
+     * or a loop of links is bad input */
+    int exists = 0;
+    int rc = cpb_path_check(path, "--dump", 1, &exists, err, err_len);
+    if (rc != CPB_OK) {
+        rc = CPB_ERR_INVALID;
+    } else if (!exists) {
         char dir[4096];
         const char *slash = strrchr(path, '/');
         if (!slash) snprintf(dir, sizeof dir, ".");
         else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path) > 0 ? (int)(slash - path) : 1, path);
-        if (errno != ENOENT || access(dir, W_OK | X_OK) != 0) {
+        if (access(dir, W_OK | X_OK) != 0) {
             snprintf(err, err_len, "--dump: cannot create '%s' (does the directory %s exist and is it writable?)", path, dir);
             rc = CPB_ERR_INVALID;
         }
-    } else if (!S_ISREG(st.st_mode)) {
-        snprintf(err, err_len, "--dump: '%s' is not a regular file (a directory, FIFO or device); it was left untouched",
-                 path);
-        rc = CPB_ERR_INVALID;
     } else if (!force && !is_dump(path)) {
         snprintf(err, err_len, "--dump: '%s' exists and is not a cpbench verify dump; it was left untouched. Give "
                  "another file name, or --force to replace it", path);

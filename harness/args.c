@@ -7,8 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cpb_presets.h"
+#include "input_file.h"
 #include "model_config.h"
 #include "registry.h"
 
@@ -22,7 +24,8 @@ typedef enum opt_kind {
     OPT_SIZE,     /* positive int64 with K/M/G */
     OPT_UINT64,   /* seed */
     OPT_DOUBLE,   /* > 0 */
-    OPT_STR,      /* const char * into argv */
+    OPT_STR,      /* const char * into argv: a file written (--out, --dump) */
+    OPT_INFILE,   /* const char * into argv: a file read (its canonical text has its contents' hash) */
     OPT_NAME,     /* copied into a char array, checked against `choices` ("" = free) */
     OPT_METHOD,   /* name, comma list or all; each name checked against the registry */
     OPT_MODEL,    /* preset name */
@@ -84,7 +87,7 @@ static const opt_def opts[] = {
     {"--mem-cap", OPT_SIZE, F(mem_cap), 0, NULL, "BYTES", "device memory capacity (80G ok)", KEY, C_CTX | CMD(plan), BE_ALL, "40G"},
     {"--host-mem-cap", OPT_SIZE, F(host_mem_cap), 0, NULL, "BYTES", "pinned host capacity per rank", KEY, C_CTX | CMD(plan), BE_ALL, "8G"},
     {"--comm", OPT_NAME, F(comm), CAP(comm), "nccl|mpi", "nccl|mpi", "cuda collectives (default nccl)", KEY, C_CTX, BE_CUDA, "mpi"},
-    {"--calibration", OPT_STR, F(calibration), 0, NULL, "FILE", "sim: measured profile constants", KEY, C_POINTS | CMD(plan), BE_SIM, NULL},
+    {"--calibration", OPT_INFILE, F(calibration), 0, NULL, "FILE", "sim: measured profile constants", KEY, C_POINTS | CMD(plan), BE_SIM, NULL},
     {"--sim-ranks", OPT_NAME, F(sim_ranks), CAP(sim_ranks), "auto|exact|symmetric", "auto|exact|symmetric",
      "sim: every rank, or one per class of ranks alike by symmetry (default auto: exact up to 64 ranks)", NONE,
      C_POINTS | CMD(plan), BE_SIM, "symmetric"},
@@ -95,8 +98,8 @@ static const opt_def opts[] = {
     {"--isolate", OPT_FLAG, F(isolate), 0, NULL, NULL, "sweep: run each trial in its own process", NONE, CMD(sweep), BE_ALL, NULL},
     {"--max-context", OPT_FLAG, F(max_context), 0, NULL, NULL, "plan: the longest context each candidate fits", NONE,
      CMD(plan), BE_SIM, NULL},
-    {"--timeout", OPT_DOUBLE, F(timeout), 0, NULL, "SECONDS", "end every rank when a trial makes no progress this long (default 1800)",
-     NONE, C_CTX, BE_MEASURED, "600"},
+    {"--timeout", OPT_DOUBLE, F(timeout), 0, NULL, "SECONDS", "end every rank when a trial makes no progress this long; sim: "
+     "stop a point still simulating after this long (default 1800)", NONE, C_CTX | CMD(plan), BE_ALL, "600"},
     {"--seq-start", OPT_SIZE, F(seq_start), 0, NULL, "S", "sweep (and run --scope model): first length", NONE, C_POINTS | CMD(bench_kernels) | CMD(plan), BE_ALL, "64K"},
     {"--seq-stop", OPT_SIZE, F(seq_stop), 0, NULL, "S", "sweep (and run --scope model): last length", NONE, C_POINTS | CMD(bench_kernels) | CMD(plan), BE_ALL, "8M"},
     {"--factor", OPT_DOUBLE, F(factor), 0, NULL, "F", "sweep: growth factor (default 2)", NONE, CMD(sweep), BE_ALL, "4"},
@@ -120,6 +123,7 @@ const char *cpb_args_option_name(int i) { return i >= 0 && i < NOPTS ? opts[i].n
 cpb_opt_role cpb_args_option_role(int i) { return i >= 0 && i < NOPTS ? opts[i].role : CPB_OPT_ROLE_UNSET; }
 unsigned cpb_args_option_commands(int i) { return i >= 0 && i < NOPTS ? opts[i].cmds : 0; }
 const char *cpb_args_option_example(int i) { return i >= 0 && i < NOPTS ? opts[i].example : NULL; }
+const char *cpb_args_option_arg(int i) { return i >= 0 && i < NOPTS && opts[i].kind != OPT_FLAG ? opts[i].arg : NULL; }
 
 static unsigned backend_kind(const char *name);
 int cpb_args_option_on_backend(int i, const char *be_name)
@@ -201,17 +205,6 @@ static int check_methods(const char *v, char *err, size_t err_len)
     }
 }
 
-/* a plain decimal integer: digits only (no sign, no blank, no 0x, "010" is ten) */
-static int parse_decimal(const char *v, uint64_t max, uint64_t *out)
-{
-    if (!*v || strspn(v, "0123456789") != strlen(v) || strlen(v) > 20) return -1;
-    errno = 0;
-    char *end;
-    unsigned long long x = strtoull(v, &end, 10);
-    if (errno || *end || x > max) return -1;
-    *out = x;
-    return 0;
-}
 
 static int parse_value(const opt_def *o, const char *v, cpb_args *a, char *err, size_t err_len)
 {
@@ -241,7 +234,7 @@ static int parse_value(const opt_def *o, const char *v, cpb_args *a, char *err, 
     }
     case OPT_UINT64: {
         uint64_t x;
-        if (parse_decimal(v, (uint64_t)INT64_MAX, &x) != 0) {
+        if (cpb_parse_decimal_u64(v, (uint64_t)INT64_MAX, &x) != 0) {
             snprintf(err, err_len, "%s '%s': expected a decimal integer from 0 to %lld (digits only)", o->name, v,
                      (long long)INT64_MAX);
             return -1;
@@ -250,18 +243,19 @@ static int parse_value(const opt_def *o, const char *v, cpb_args *a, char *err, 
         return 0;
     }
     case OPT_DOUBLE: {
-        char *end;
-        errno = 0;
-        double d = strtod(v, &end);
-        /* digits first: strtod would skip blanks and take "inf", "nan" and hex */
-        if (!*v || !((*v >= '0' && *v <= '9') || *v == '.') || *end || errno || !(d > 0) || !isfinite(d)) {
-            snprintf(err, err_len, "%s '%s': expected a positive decimal number", o->name, v);
+        /* the one strict parser: strtod alone would take blanks, signs, "inf", "nan", hex
+         * and hex-float ("0x10", "0x1p1") */
+        double d;
+        if (cpb_parse_decimal(v, &d) != 0 || !(d > 0)) {
+            snprintf(err, err_len, "%s '%s': expected a positive decimal number such as 2, 0.5 or 1e6 (digits, no "
+                     "sign, no hex)", o->name, v);
             return -1;
         }
         *(double *)base = d;
         return 0;
     }
     case OPT_STR:
+    case OPT_INFILE:
         if (!*v) {
             snprintf(err, err_len, "%s: empty file name", o->name);
             return -1;
@@ -606,39 +600,101 @@ int cpb_args_check_command(const cpb_args *a, cpb_cmd_id cmd, char *err, size_t 
 
 /* ---------------------------------------------------------------- canonical text, point options */
 
-/* option o's value in a, canonical (the same value whatever its spelling) */
+/* FNV-1a 64 of bytes, continuing from h */
+static uint64_t fnv1a_bytes(const void *p, size_t n, uint64_t h)
+{
+    for (size_t i = 0; i < n; i++) {
+        h ^= ((const unsigned char *)p)[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+#define FNV1A_SEED 1469598103934665603ull
+
+/* the largest calibration file read (a few hundred bytes are usual) */
+#define MAX_CALIBRATION_BYTES ((size_t)1 << 20)
+/* the most bytes of an input file hashed into the canonical text (a model config or a
+ * case file is a few KB; a results file of --results may be large: its first bytes and its
+ * size stand for it) */
+#define MAX_HASHED_BYTES ((size_t)16 << 20)
+
+/* "PATH fnv1a64:HASH" of an input file (its contents: ranks that read different files at
+ * one path disagree), or "PATH (unreadable: why)"; the checked opener refuses FIFOs and
+ * devices, so this never blocks */
+static void input_file_text(const char *opt, const char *path, char *out, size_t len)
+{
+    int fd;
+    char why[512];
+    if (cpb_input_open(path, opt, &fd, why, sizeof why) != CPB_OK) {
+        snprintf(out, len, "%s (unreadable: %s)", path, why);
+        return;
+    }
+    uint64_t h = FNV1A_SEED;
+    unsigned char buf[65536];
+    size_t total = 0;
+    ssize_t k;
+    while (total < MAX_HASHED_BYTES && (k = read(fd, buf, sizeof buf)) != 0) {
+        if (k < 0) {
+            if (errno == EINTR) continue;
+            close(fd);
+            snprintf(out, len, "%s (unreadable: %s)", path, strerror(errno));
+            return;
+        }
+        h = fnv1a_bytes(buf, (size_t)k, h);
+        total += (size_t)k;
+    }
+    struct stat st;
+    const long long size = fstat(fd, &st) == 0 ? (long long)st.st_size : -1;
+    close(fd);
+    snprintf(out, len, "%s fnv1a64:%016llx size:%lld", path, (unsigned long long)h, size);
+}
+
+/* option o's value in a, canonical (the same value whatever its spelling, and the same on
+ * every rank given the same arguments: never an address).  Every kind has its case and
+ * there is no default, so that a new kind without one is a compiler warning (-Wswitch),
+ * not a hash of whatever bytes its field holds. */
 static void value_text(const opt_def *o, const cpb_args *a, char *out, size_t len)
 {
     const char *base = (const char *)a + o->off;
+    out[0] = 0;
     switch (o->kind) {
-    case OPT_FLAG: snprintf(out, len, "1"); break;
+    case OPT_FLAG: snprintf(out, len, "1"); return;
     case OPT_INT:
-    case OPT_INT0: snprintf(out, len, "%d", *(const int *)base); break;
-    case OPT_SIZE: snprintf(out, len, "%lld", (long long)*(const int64_t *)base); break;
-    case OPT_UINT64: snprintf(out, len, "%llu", (unsigned long long)*(const uint64_t *)base); break;
-    case OPT_DOUBLE: snprintf(out, len, "%.17g", *(const double *)base); break;
-    case OPT_STR: snprintf(out, len, "%s", *(const char *const *)base ? *(const char *const *)base : ""); break;
-    case OPT_DTYPE: snprintf(out, len, "%s", cpb_dtype_name(a->dtype)); break;
-    case OPT_SIZELIST: {
-        out[0] = 0;
+    case OPT_INT0: snprintf(out, len, "%d", *(const int *)base); return;
+    case OPT_SIZE: snprintf(out, len, "%lld", (long long)*(const int64_t *)base); return;
+    case OPT_UINT64: snprintf(out, len, "%llu", (unsigned long long)*(const uint64_t *)base); return;
+    case OPT_DOUBLE: snprintf(out, len, "%.17g", *(const double *)base); return;
+    case OPT_STR: snprintf(out, len, "%s", *(const char *const *)base ? *(const char *const *)base : ""); return;
+    case OPT_INFILE:
+    case OPT_MODEL_CONFIG: {
+        const char *path = *(const char *const *)base;
+        if (path) input_file_text(o->name, path, out, len);
+        return;
+    }
+    case OPT_NAME:
+    case OPT_METHOD:
+    case OPT_MODEL:
+    case OPT_BACKEND: snprintf(out, len, "%s", base); return; /* char arrays of the struct */
+    case OPT_DTYPE: snprintf(out, len, "%s", cpb_dtype_name(a->dtype)); return;
+    case OPT_SIZELIST:
         for (int i = 0; i < a->n_seq_list; i++) {
             size_t n = strlen(out);
             snprintf(out + n, len - n, "%s%lld", i ? "," : "", (long long)a->seq_list[i]);
         }
-        break;
-    }
+        return;
     case OPT_FILES: {
         const char *const *files = (const char *const *)base;
         int n = *(const int *)((const char *)a + o->cap);
-        out[0] = 0;
         for (int i = 0; i < n; i++) {
             size_t l = strlen(out);
-            snprintf(out + l, len - l, "%s%s", i ? " " : "", files[i]);
+            char one[1024];
+            input_file_text(o->name, files[i], one, sizeof one);
+            snprintf(out + l, len - l, "%s%s", i ? " " : "", one);
         }
-        break;
+        return;
     }
-    default: snprintf(out, len, "%s", base); break;
     }
+    snprintf(out, len, "(option kind %d has no canonical text: a bug)", (int)o->kind);
 }
 
 size_t cpb_args_canonical(const cpb_args *a, char *out, size_t len)
@@ -661,33 +717,25 @@ size_t cpb_args_canonical(const cpb_args *a, char *out, size_t len)
     return n < len ? n : len - 1;
 }
 
-/* the largest calibration file read (a few hundred bytes are usual) */
-#define MAX_CALIBRATION_BYTES ((long)1 << 20)
-
-/* FNV-1a of a regular file's bytes; -1 with errno (EINVAL: not a regular file, EFBIG: too
- * large) when it cannot be read: a FIFO or /dev/zero would never end */
-static int hash_file(const char *path, uint64_t *h)
+uint64_t cpb_args_agreement_hash(const cpb_args *a, const char *cmd)
 {
-    struct stat st;
-    if (stat(path, &st) != 0) return -1;
-    if (!S_ISREG(st.st_mode) || st.st_size > MAX_CALIBRATION_BYTES) {
-        errno = S_ISREG(st.st_mode) ? EFBIG : EINVAL;
-        return -1;
-    }
-    FILE *f = fopen(path, "rb");
-    if (!f) return -1;
-    uint64_t x = 1469598103934665603ull;
-    unsigned char buf[65536];
+    static char canon[CPB_ARGS_CANONICAL_MAX];
+    size_t n = cpb_args_canonical(a, canon, sizeof canon);
+    uint64_t h = fnv1a_bytes(cmd, strlen(cmd), FNV1A_SEED);
+    return fnv1a_bytes(canon, n, h);
+}
+
+/* FNV-1a of a calibration file's bytes (through the checked opener: a FIFO or /dev/zero is
+ * refused before any read); CPB_OK or the opener's code with a message */
+static int hash_file(const char *path, uint64_t *h, char *err, size_t len)
+{
+    char *buf;
     size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        for (size_t i = 0; i < n; i++) {
-            x ^= buf[i];
-            x *= 1099511628211ull;
-        }
-    int bad = ferror(f);
-    fclose(f);
-    *h = x;
-    return bad ? -1 : 0;
+    int rc = cpb_input_read(path, "--calibration", MAX_CALIBRATION_BYTES, &buf, &n, err, len);
+    if (rc != CPB_OK) return rc;
+    *h = fnv1a_bytes(buf, n, FNV1A_SEED);
+    free(buf);
+    return CPB_OK;
 }
 
 int cpb_args_point_options(const cpb_args *a, const char *be_name, char *out, size_t len, char *err, size_t err_len)
@@ -701,12 +749,7 @@ int cpb_args_point_options(const cpb_args *a, const char *be_name, char *out, si
         char v[64];
         if (o->off == F(calibration)) {
             uint64_t h;
-            if (hash_file(a->calibration, &h) != 0) {
-                snprintf(err, err_len, "--calibration '%s': cannot read it (%s)", a->calibration,
-                         errno == EINVAL ? "not a regular file" : errno == EFBIG ? "larger than 1 MiB: not a calibration file"
-                                                                              : strerror(errno));
-                return CPB_ERR_INVALID;
-            }
+            if (hash_file(a->calibration, &h, err, err_len) != CPB_OK) return CPB_ERR_INVALID;
             snprintf(v, sizeof v, "fnv1a64:%016llx", (unsigned long long)h);
         } else {
             value_text(o, a, v, sizeof v);
@@ -742,6 +785,7 @@ void cpb_args_sim_opts(const cpb_args *a, cpb_sim_opts *o)
     o->host_mem_cap = a->host_mem_cap;
     o->no_race_check = a->no_race_check;
     o->ranks = a->sim_ranks[0] ? cpb_sim_ranks_parse(a->sim_ranks) : CPB_SIM_RANKS_AUTO;
+    o->timeout_s = a->timeout; /* the simulator's watchdog: per point (sim_layer.c) */
     if (o->ranks < 0) o->ranks = CPB_SIM_RANKS_AUTO; /* the parser accepts only the three names */
 }
 

@@ -116,6 +116,13 @@ int cpb_args_check_command(const cpb_args *a, cpb_cmd_id cmd, char *err, size_t 
  * numbers in full), the knobs after them: what every rank compares to know they were given
  * the same arguments.  Returns the length (truncated to len - 1). */
 size_t cpb_args_canonical(const cpb_args *a, char *out, size_t len);
+/* room for the canonical text of every option at once */
+#define CPB_ARGS_CANONICAL_MAX 16384
+/* What ranks compare to agree they were given the same command `cmd` and options: FNV-1a
+ * of cmd and cpb_args_canonical's text, in which every option kind has its canonical value
+ * (never an address) and an input file (--model-config, --calibration, --cases, --results)
+ * is its path and a hash of its contents, so ranks that read different files disagree. */
+uint64_t cpb_args_agreement_hash(const cpb_args *a, const char *cmd);
 
 /* The KEY options (cpb_opt_role) given that apply to backend `be_name`, canonical
  * ("mem-cap=42949672960;calibration=fnv1a64:0123456789abcdef"; a calibration file by the
@@ -131,6 +138,8 @@ const char *cpb_args_option_name(int i);
 cpb_opt_role cpb_args_option_role(int i);
 unsigned cpb_args_option_commands(int i);
 const char *cpb_args_option_example(int i);
+/* option i's value placeholder ("N", "FILE", "FILE..."), NULL for a flag */
+const char *cpb_args_option_arg(int i);
 /* 1 when option i means something on the backend named be_name */
 int cpb_args_option_on_backend(int i, const char *be_name);
 

@@ -348,17 +348,18 @@ static int write_rows(const cpb_cli *c, const cpb_plan *pl, const char *gpu, int
     char err[1024];
     cpb_row *prev = NULL;
     int64_t nprev = 0;
-    if (access(path, F_OK) == 0 && cpb_results_read(path, &prev, &nprev, err, sizeof err) != CPB_OK) {
-        fprintf(stderr, "cpbench plan: %s\n", err);
-        return 2;
-    }
     cpb_provenance prov;
     cpb_provenance_collect(&prov, c->argc, c->argv, &cpb_backend_sim, gpu, C);
     cpb_results *f = NULL;
-    if (cpb_results_open(path, &prov, c->a.force, &f, err, sizeof err) != CPB_OK) {
+    /* the file open first (its write lock), then the rows already there read under the
+     * lock: another writer between the reading and the appending would make rows twice
+     * (issue 26 §2, the sweep's defect) */
+    int orc = cpb_results_open(path, &prov, c->a.force, &f, err, sizeof err);
+    if (orc == CPB_OK) orc = cpb_results_read_open(f, &prev, &nprev, err, sizeof err);
+    if (orc != CPB_OK) {
         fprintf(stderr, "cpbench plan: %s\n", err);
-        free(prev);
-        return 2;
+        cpb_results_close(f);
+        return orc == CPB_ERR_INVALID ? 2 : 1;
     }
     int written = 0, there = 0, rc = 0;
     for (int i = 0; i < pl->n && !rc; i++) {
@@ -385,6 +386,37 @@ static int write_rows(const cpb_cli *c, const cpb_plan *pl, const char *gpu, int
 }
 
 /* ---------------------------------------------------------------- the command */
+
+/* The work of a candidate, estimated before the search (cpb_sim_estimate: each method's
+ * rank 0 at the plan's world and longest length, times the ranks the simulator records and
+ * replays): a world the simulator cannot finish in reasonable time is refused at once,
+ * naming the estimate, instead of taking minutes per candidate for hours.  CPB_OK, or
+ * CPB_ERR_INVALID with the message. */
+static int check_work(const cpb_args *a, const cpb_plan_opts *o, char *err, size_t len)
+{
+    cpb_args pa = *a;
+    pa.seq = a->max_context && a->seq_stop > 0 ? a->seq_stop : a->seq;
+    if (pa.seq <= 0) return CPB_OK; /* the search's own checks speak */
+    pa.seq -= pa.seq % (a->gpus > 0 ? a->gpus : 1);
+    for (int i = 0; i < cpb_method_count(); i++) {
+        const cpb_method *m = cpb_method_at(i);
+        cpb_problem p;
+        char why[1024];
+        if (cpb_args_problem(&pa, m, a->gpus, &p, why, sizeof why) != CPB_OK) continue; /* a refusal: no work */
+        int64_t entries;
+        double seconds;
+        if (cpb_sim_estimate(&p, m, &o->sim, &entries, &seconds, why, sizeof why) != CPB_OK) continue;
+        if (entries > CPB_SIM_MAX_TRACE_ENTRIES) {
+            snprintf(err, len, "a candidate of %s on %d GPUs at %lld tokens would replay about %.3g trace entries, "
+                     "more than the simulator's bound of %.3g (about %.0f s a candidate here, for every candidate of "
+                     "the search): plan fewer GPUs (--gpus)%s", m->name, a->gpus, (long long)pa.seq,
+                     (double)entries, (double)CPB_SIM_MAX_TRACE_ENTRIES, seconds,
+                     o->sim.ranks == CPB_SIM_RANKS_SYMMETRIC ? "" : " or give --sim-ranks symmetric");
+            return CPB_ERR_INVALID;
+        }
+    }
+    return CPB_OK;
+}
 
 int cpb_cmd_plan(const cpb_cli *c)
 {
@@ -418,6 +450,7 @@ int cpb_cmd_plan(const cpb_cli *c)
     const char *scope = a->scope_given ? a->scope : "model";
     const int model = strcmp(scope, "model") == 0;
     static cpb_plan_opts o;
+    int rc0;
     memset(&o, 0, sizeof o);
     cpb_args_sim_opts(a, &o.sim);
     if (!a->sim_ranks[0]) o.sim.ranks = CPB_SIM_RANKS_SYMMETRIC; /* the tests prove it equal to exact */
@@ -450,6 +483,10 @@ int cpb_cmd_plan(const cpb_cli *c)
         fprintf(stderr, "cpbench plan: --scope model needs a model with its layers, MLP and vocabulary: a preset or "
                 "--model-config FILE ('%s' has none); or plan one layer with --scope layer\n", o.base.model);
         return 2;
+    }
+    if ((rc0 = check_work(a, &o, err, sizeof err)) != CPB_OK) {
+        fprintf(stderr, "cpbench plan: %s\n", err);
+        return rc0 == CPB_ERR_INVALID ? 2 : 1;
     }
     progress pr = {now_s(), 0, isatty(2), 0};
     o.progress = on_progress;

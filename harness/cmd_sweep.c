@@ -30,8 +30,9 @@ typedef struct sweep_run {
     cpb_runner r;               /* runs every point (in this process or, --isolate, a child) */
     int rank;
     cpb_results *out;           /* rank 0 with --out */
-    cpb_row *prev;              /* rows already in --out (resume) */
+    cpb_row *prev;              /* rows already in --out (resume), read under its lock */
     int64_t nprev;
+    int64_t file_rows;          /* rows of --out when prev was read, plus this sweep's appends */
     cpb_progress prog;
     int errors;                 /* trials with status error */
     int stop;                   /* an append failed: the sweep stops (rank 0's word) */
@@ -85,6 +86,8 @@ static void keep_row(sweep_run *sr, const cpb_row *row)
     sr->rows[sr->nrows++] = *row;
 }
 
+static int refresh_done(sweep_run *sr, char *err, size_t len);
+
 /* Run (or find in --out) one point; print and record it.  Returns its status. */
 static cpb_point_status sweep_point(sweep_run *sr, const cpb_method *m, int64_t S, int left)
 {
@@ -99,6 +102,16 @@ static cpb_point_status sweep_point(sweep_run *sr, const cpb_method *m, int64_t 
     cpb_runner_point_row(&sr->r, m, &p, a.scope, &tmpl);
     row = tmpl; /* ranks other than 0 take a cached point's status from rank 0 */
 
+    int stop = 0;
+    if (sr->rank == 0 && refresh_done(sr, err, sizeof err) != CPB_OK) {
+        /* the file cannot be read back: running on could write a point twice */
+        fprintf(stderr, "cpbench sweep: cannot read the rows of --out again: %s; stopping the sweep\n", err);
+        stop = 1;
+    }
+    if (cpb_agree_bcast_int(stop)) {
+        sr->stop = 1;
+        return CPB_POINT_ERROR;
+    }
     const cpb_row *hit = sr->rank == 0 ? cached_row(sr, &tmpl) : NULL;
     int cached = cpb_agree_bcast_int(hit != NULL);
     cpb_watchdog_beat("running a point of the sweep");
@@ -132,11 +145,12 @@ static cpb_point_status sweep_point(sweep_run *sr, const cpb_method *m, int64_t 
     cpb_progress_format_row(line, sizeof line, &row, cached ? "(in --out already)" : "");
     printf("%s\n", line);
     if (row.reason[0] && !cached) printf("#   %s %lld: %s\n", row.status, (long long)row.seq_len, row.reason);
-    int stop = 0;
     if (sr->out && !cached && cpb_results_append(sr->out, &row, err, sizeof err) != CPB_OK) {
         /* a row that cannot be written whole stops the sweep: the file stays as it was */
         fprintf(stderr, "cpbench sweep: %s; stopping the sweep\n", err);
         stop = 1;
+    } else if (sr->out && !cached) {
+        sr->file_rows++; /* this sweep's own row: not another writer's */
     }
     if (now_s() - sr->last_progress >= PROGRESS_EVERY_S) print_progress(sr, left, "");
     fflush(stdout);
@@ -166,24 +180,45 @@ static void teardown(sweep_run *sr)
     cpb_runner_close(&sr->r);
 }
 
-/* rank 0: earlier rows of --out (to resume) and the file open for appending; every rank
- * leaves with rank 0's outcome (0, or the exit code with the message in err) */
+/* rank 0: the rows of the open --out, read under the write lock it holds (resume) */
+static int read_done(sweep_run *sr, char *err, size_t len)
+{
+    cpb_row *rows = NULL;
+    int64_t n = 0;
+    int rc = cpb_results_read_open(sr->out, &rows, &n, err, len);
+    if (rc != CPB_OK) return rc;
+    free(sr->prev);
+    sr->prev = rows;
+    sr->nprev = n;
+    sr->file_rows = cpb_results_rows(sr->out);
+    return CPB_OK;
+}
+
+/* rank 0: before each point, the rows of --out again when another writer added some since
+ * they were read (this sweep's own appends are counted), so that two sweeps on one file
+ * share the work and never run a point twice.  CPB_OK or the reader's code. */
+static int refresh_done(sweep_run *sr, char *err, size_t len)
+{
+    if (!sr->out || cpb_results_rows(sr->out) == sr->file_rows) return CPB_OK;
+    return read_done(sr, err, len);
+}
+
+/* rank 0: the file open for appending first, which takes its write lock (HDF5's file lock,
+ * held until the sweep closes it), and only then the points already done, read under the
+ * lock: a second sweep on the same file waits for the lock and then finds the first one's
+ * points done (reading them before the lock let both run every point).  Every rank leaves
+ * with rank 0's outcome (0, or the exit code with the message in err). */
 static int open_out(sweep_run *sr, char *err, size_t len)
 {
     if (!sr->a.out) return 0;
     int rc = CPB_OK;
     if (sr->rank == 0) {
-        /* a file appended to: its rows are the points already run (one --force replaces has
+        cpb_provenance prov;
+        cpb_provenance_collect(&prov, sr->c->argc, sr->c->argv, sr->c->be, sr->r.gpu, sr->r.C);
+        rc = cpb_results_open(sr->a.out, &prov, sr->a.force, &sr->out, err, len);
+        /* a file appended to: its rows are the points already run (one --force replaced has
          * none) */
-        rc = cpb_results_check_target(sr->a.out, 0, err, len);
-        if (rc == CPB_OK && access(sr->a.out, F_OK) == 0)
-            rc = cpb_results_read(sr->a.out, &sr->prev, &sr->nprev, err, len);
-        if (rc == CPB_ERR_INVALID && sr->a.force) rc = CPB_OK;
-        if (rc == CPB_OK) {
-            cpb_provenance prov;
-            cpb_provenance_collect(&prov, sr->c->argc, sr->c->argv, sr->c->be, sr->r.gpu, sr->r.C);
-            rc = cpb_results_open(sr->a.out, &prov, sr->a.force, &sr->out, err, len);
-        }
+        if (rc == CPB_OK) rc = read_done(sr, err, len);
     }
     rc = cpb_agree_status(rc, err, len);
     return rc == CPB_OK ? 0 : rc == CPB_ERR_INVALID ? 2 : 1;

@@ -7,6 +7,7 @@
  * subcommand returns the exit code (0 ok, 1 failed check, 2 bad arguments or refused
  * shape). */
 #include <mpi.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
@@ -109,15 +110,6 @@ typedef struct startup {
     uint64_t args_hash;  /* of the command and its canonical options */
 } startup;
 
-static uint64_t fnv1a(const char *s, uint64_t h)
-{
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
 /* the first line where two canonical option texts differ, as "X" vs "Y" */
 static void first_difference(const char *a, const char *b, char *out, size_t len)
 {
@@ -141,9 +133,9 @@ static void first_difference(const char *a, const char *b, char *out, size_t len
 static int agree_startup(const char *n, const command *cmd, cpb_cli *c, int parse_rc, const char *perr, int mpi_needed)
 {
     const int rank = cpb_ranks_rank(), world = cpb_ranks_size();
-    static char canon[8192], theirs[8192];
+    static char canon[CPB_ARGS_CANONICAL_MAX], theirs[CPB_ARGS_CANONICAL_MAX];
     cpb_args_canonical(&c->a, canon, sizeof canon);
-    startup me = {parse_rc, c->be != NULL, fnv1a(canon, fnv1a(n, 1469598103934665603ull))};
+    startup me = {parse_rc, c->be != NULL, cpb_args_agreement_hash(&c->a, n)};
     startup *all = calloc((size_t)world, sizeof *all);
     if (!all) {
         fprintf(stderr, "cpbench %s: out of host memory for %d ranks\n", n, world);
@@ -260,6 +252,11 @@ static int run_command(const command *cmd, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    /* A file-size limit (ulimit -f) must not kill the process with SIGXFSZ mid-append: with
+     * the signal ignored, the write or the reservation fails with EFBIG, which the results
+     * writer treats like a full disk (exit 1 with the reason, the file as it was:
+     * results/README.md, "Guarantees").  Children (--isolate) inherit it. */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
         usage(stdout);

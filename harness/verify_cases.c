@@ -8,7 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "cli.h"
+#include "input_file.h"
 #include "ranks.h"
 
 #define MAX_TOKENS 128
@@ -78,11 +81,22 @@ int cpb_cli_verify_cases(const cpb_args *base)
     tally t = {0, 0};
     for (int f = 0; f < base->n_cases; f++) {
         const char *path = base->cases[f];
-        /* every rank reads the file (all see the same shared file system) */
-        FILE *fp = fopen(path, "r");
-        if (cpb_agree_status(fp ? 0 : 1, NULL, 0) != 0) {
-            if (rank == 0) printf("%s: cannot open the case file on every rank\n", path);
+        /* every rank reads the file (all see the same shared file system), through the
+         * checked opener: a FIFO or a device is refused before any read */
+        char why[1024] = "";
+        int fd = -1, orc = cpb_input_open(path, "--cases", &fd, why, sizeof why);
+        FILE *fp = orc == CPB_OK ? fdopen(fd, "r") : NULL;
+        if (orc == CPB_OK && !fp) {
+            close(fd);
+            snprintf(why, sizeof why, "--cases %s: cannot read it", path);
+            orc = CPB_ERR_IO;
+        }
+        orc = cpb_agree_status(orc, why, sizeof why);
+        if (orc != CPB_OK) {
+            if (rank == 0) fprintf(stderr, "cpbench verify: %s\n", why);
             if (fp) fclose(fp);
+            /* a file that is not one is bad input: exit 2 (the caller's), nothing run */
+            if (orc == CPB_ERR_INVALID) return 2;
             t.failed++;
             continue;
         }

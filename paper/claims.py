@@ -492,16 +492,39 @@ def targets(ours, pub):
     return out
 
 
+def check_out_file(out):
+    """--out names a file to write (claims.md): not a directory, in a directory"""
+    if os.path.isdir(out):
+        raise mf.InputError("--out %s: a directory; give the file to write, e.g. %s" % (out, os.path.join(out, "claims.md")))
+    if os.path.exists(out) and not os.path.isfile(out):
+        raise mf.InputError("--out %s: not a regular file (a FIFO or a device): give a file name" % out)
+    parent = os.path.dirname(os.path.abspath(out))
+    while parent and not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if parent and not os.path.isdir(parent):
+        raise mf.InputError("--out %s: %s is a file, not a directory" % (out, parent))
+
+
 def main(argv=None):
+    """exit 0, or 2 with one line naming the file and the problem"""
+    try:
+        return run(argv)
+    except mf.InputError as e:
+        print("claims.py: %s" % e, file=sys.stderr)
+        return 2
+
+
+def run(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("results", nargs="+", help="cpbench results files (HDF5)")
     ap.add_argument("--published", default=os.path.join(HERE, "published.csv"))
     ap.add_argument("--out", default=os.path.join(HERE, "out", "claims.md"))
     a = ap.parse_args(argv)
+    check_out_file(a.out)
     rows, tags = mf.read_runs(a.results)
     pub = mf.read_published(a.published)
     if not pub:
-        sys.exit("claims.py: no published numbers in %s" % a.published)
+        raise mf.InputError("no published numbers in %s" % a.published)
     ours = Ours(rows)
     own = Ours(rows, attn=("own",))
     cl = Claims()
@@ -523,7 +546,8 @@ def main(argv=None):
     for t in tg:
         print(t)
     print("claims.py: %d claims -> %s" % (len(cl.lines), a.out))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

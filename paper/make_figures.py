@@ -51,8 +51,47 @@ BACKEND_WORDS = {
 }
 
 
+class InputError(Exception):
+    """A file given to the script that it cannot use: reported as one line naming the file and
+    the problem, exit 2 (bad input, as cpbench's), never a traceback."""
+
+
 def text(v):
     return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def check_input(path, what="results file"):
+    """path names a regular, non-empty file, checked before it is opened (a directory, a FIFO,
+    a device or an empty file is no results file)"""
+    if not os.path.exists(path):
+        raise InputError("%s: no such %s (run `make reproduce` or `cpbench sweep --out %s`)" % (path, what, path))
+    if not os.path.isfile(path):
+        raise InputError("%s: not a regular file (%s): give a %s" % (
+            path, "a directory" if os.path.isdir(path) else "a FIFO, device or socket", what))
+    if os.path.getsize(path) == 0:
+        raise InputError("%s: an empty file, not a %s" % (path, what))
+
+
+def first_line(e):
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
+
+
+# columns drawn on a logarithmic axis: a value there must be a positive number (zero only
+# where the figure leaves such rows out); a row of a cpbench file never holds another
+LOG_COLUMNS = ("seq_len", "tokens_per_s_per_gpu")
+
+
+def check_row(path, i, d):
+    for c in LOG_COLUMNS:
+        if c not in d:
+            continue
+        try:
+            v = float(d[c])
+        except (TypeError, ValueError):
+            raise InputError("%s: row %d: column %s is not a number" % (path, i, c))
+        if not np.isfinite(v) or v < 0 or (c == "seq_len" and v == 0):
+            raise InputError("%s: row %d: column %s holds %r, which a logarithmic axis cannot show: the file is "
+                             "damaged or was not written by cpbench" % (path, i, c, d[c]))
 
 
 def size_label(n):
@@ -103,28 +142,58 @@ def method_key(m):
 
 
 def read_runs(paths):
-    """All rows of all files as dicts (str columns decoded); later files win on duplicates."""
+    """All rows of all files as dicts (str columns decoded); later files win on duplicates.
+    A file that is not a readable cpbench results file raises InputError naming it."""
     rows, tags = [], None
     for path in paths:
-        with h5py.File(path, "r") as f:
-            if text(f.attrs.get("cpbench_schema", b"")) != "cpbench-results" or "runs" not in f:
-                sys.exit("make_figures.py: %s is not a cpbench results file (no cpbench_schema "
-                         "attribute or no /runs table)" % path)
-            runs = f["runs"][:]
-            if "at_peak_tags" in f["runs"].attrs:
-                tags = text(f["runs"].attrs["at_peak_tags"]).split(",")
-            for r in runs:
+        check_input(path)
+        try:
+            f = h5py.File(path, "r")
+        except (OSError, ValueError) as e:
+            raise InputError("%s: not an HDF5 file, or a damaged one (truncated?): %s" % (path, first_line(e)))
+        with f:
+            try:
+                if text(f.attrs.get("cpbench_schema", b"")) != "cpbench-results" or "runs" not in f:
+                    raise InputError("%s is not a cpbench results file (no cpbench_schema attribute or no /runs "
+                                     "table)" % path)
+                runs = f["runs"][:]
+                if runs.dtype.names is None or runs.ndim != 1:
+                    raise InputError("%s: /runs is not a table of rows" % path)
+                if "at_peak_tags" in f["runs"].attrs:
+                    tags = text(f["runs"].attrs["at_peak_tags"]).split(",")
+            except UnicodeDecodeError:
+                raise InputError("%s: an attribute holds bytes that are not UTF-8 text: the file is damaged" % path)
+            except (OSError, KeyError, ValueError, TypeError) as e:
+                raise InputError("%s: damaged, HDF5 cannot read it: %s" % (path, first_line(e)))
+            for i, r in enumerate(runs):
                 d = {}
                 for name in runs.dtype.names:
                     v = r[name]
-                    d[name] = text(v) if isinstance(v, bytes) else v
+                    try:
+                        d[name] = text(v) if isinstance(v, bytes) else v
+                    except UnicodeDecodeError:
+                        raise InputError("%s: row %d: column %s holds bytes that are not UTF-8 text: the file is "
+                                         "damaged or was not written by cpbench" % (path, i, name))
                 if not d.get("status"):
                     continue  # the trace of an append that failed part-way: not a row (results/README.md)
                 if d["status"] == "skipped":
                     d["status"] = "refused"  # the name before schema 4
+                check_row(path, i, d)
                 d["file"] = path
                 rows.append(d)
     return rows, tags
+
+
+def check_out_dir(out):
+    """--out names a directory, or nothing yet (it is made)"""
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise InputError("--out %s: exists and is not a directory (the figures are written into a directory): "
+                         "give a directory" % out)
+    parent = os.path.dirname(os.path.abspath(out))
+    while parent and not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if parent and not os.path.isdir(parent):
+        raise InputError("--out %s: %s is a file, not a directory" % (out, parent))
 
 
 # the knob columns follow the fixed ones, the last of which is dw_norm (results/README.md)
@@ -196,10 +265,14 @@ def read_published(path):
     pub = []
     if not path or not os.path.exists(path):
         return pub
-    with open(path) as f:
-        lines = [l for l in f if not l.startswith("#")]
-    for r in csv.DictReader(lines):
-        pub.append(r)
+    check_input(path, "published-numbers CSV")
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = [l for l in f if not l.startswith("#")]
+        for r in csv.DictReader(lines):
+            pub.append(r)
+    except (UnicodeDecodeError, csv.Error) as e:
+        raise InputError("%s: not a CSV of published numbers: %s" % (path, first_line(e)))
     return pub
 
 
@@ -264,7 +337,8 @@ def fig_throughput(key, rows, pub, out):
     lengths = []
     colors = {}
     for m, rs in ms.items():
-        ok = [r for r in rs if r["status"] == "ok" and r["step_s"] > 0]
+        # a zero rate has no place on the log axis
+        ok = [r for r in rs if r["status"] == "ok" and r["step_s"] > 0 and r["tokens_per_s_per_gpu"] > 0]
         if not ok:
             continue
         x = [int(r["seq_len"]) for r in ok]
@@ -561,6 +635,15 @@ def fig_plan(key, rows, out):
 
 
 def main(argv=None):
+    """exit 0, or 2 with one line naming the file and the problem (InputError)"""
+    try:
+        return run(argv)
+    except InputError as e:
+        print("make_figures.py: %s" % e, file=sys.stderr)
+        return 2
+
+
+def run(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("files", nargs="+", help="cpbench results files (HDF5)")
     ap.add_argument("--plan", action="store_true",
@@ -573,14 +656,13 @@ def main(argv=None):
                     help="published numbers (default paper/published.csv)")
     a = ap.parse_args(argv)
     for p in a.files:
-        if not os.path.exists(p):
-            sys.exit("make_figures.py: %s does not exist (run `make reproduce` or `cpbench sweep --out %s`)"
-                     % (p, p))
-    os.makedirs(a.out, exist_ok=True)
+        check_input(p)
+    check_out_dir(a.out)
     rows, tags = read_runs(a.files)
     rows = latest(rows)
     if not rows:
-        sys.exit("make_figures.py: no rows in %s" % ", ".join(a.files))
+        raise InputError("no rows in %s" % ", ".join(a.files))
+    os.makedirs(a.out, exist_ok=True)
     if a.plan:
         written = []
         for key, rs in sorted(plan_groups(rows).items()):

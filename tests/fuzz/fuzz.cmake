@@ -1,7 +1,7 @@
 # fuzz.cmake — the fuzz smoke run of `make test` (included by tests/CMakeLists.txt).
 #
 # The libFuzzer targets of tests/fuzz (the argument parser; cpbench's checks of a results
-# file's schema, attributes and rows) are built with clang in a build of their own,
+# file's schema, attributes and rows; the --model-config reader) are built with clang in a build of their own,
 # <build>/fuzz (-DCPB_FUZZ=ON: every source instrumented for libFuzzer, ASan and UBSan),
 # made as an external project of this build.  ctest runs each for a bounded time from the
 # committed corpus (tests/fuzz/corpus) and the regression inputs of crashes found and fixed
@@ -48,7 +48,7 @@ ExternalProject_Add(cpb_fuzz
   BUILD_ALWAYS ON)
 
 set(CPB_FUZZ_SRC ${CMAKE_CURRENT_SOURCE_DIR}/fuzz)
-foreach(t args results)
+foreach(t args results model_config)
   set(exe ${CPB_FUZZ_BIN}/tests/fuzz/fuzz_${t})
   set(work ${CMAKE_CURRENT_BINARY_DIR}/fuzz-${t})
   # new inputs go to the build's corpus; the committed ones are read only

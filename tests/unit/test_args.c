@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "args.h"
+#include "input_file.h"
 
 static int parse(cpb_args *a, char *err, int argc, char **argv)
 {
@@ -37,6 +38,27 @@ Test(args, sizes_with_binary_suffixes)
     const char *bad[] = {"", "K", "-5", "+5", "1.3K", "12x", "1..5M", "abc", "1e3", "99999999999999999999"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         cr_assert_eq(cpb_parse_size(bad[i], &v), -1, "'%s' must be refused", bad[i]);
+}
+
+/* the one strict decimal parser of every number kind (input_file.h): no hex, no hex-float,
+ * no sign, no blank, no inf or nan (issue 26 §8: "0x10" and "0x1p1" were taken) */
+Test(args, strict_decimal_numbers)
+{
+    double v;
+    const char *good[] = {"2", "0.5", ".5", "5.", "1e6", "1E-3", "500000.0", "010"};
+    const double want[] = {2, 0.5, 0.5, 5, 1e6, 1e-3, 5e5, 10};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        cr_assert_eq(cpb_parse_decimal(good[i], &v), 0, "'%s' must be taken", good[i]);
+        cr_expect_float_eq(v, want[i], 1e-12, "'%s'", good[i]);
+    }
+    const char *bad[] = {"", ".", "0x10", "0x1p1", "0X1P-2", "inf", "nan", "-1", "+1", " 1", "1 ", "1e", "1e+",
+                         "1..2", "1.2.3", "1k", "1e999", "infinity"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        cr_expect_eq(cpb_parse_decimal(bad[i], &v), -1, "'%s' must be refused", bad[i]);
+    uint64_t u;
+    cr_expect_eq(cpb_parse_decimal_u64("0x10", 100, &u), -1);
+    cr_expect_eq(cpb_parse_decimal_u64("010", 100, &u), 0);
+    cr_expect_eq(u, 10u);
 }
 
 Test(args, defaults)
@@ -333,7 +355,9 @@ Test(args, repeated_and_ignored_options_are_refused)
     expect_error(CHECK(&a, err, CPB_CMD_run, "--backend", "sim", "--seed", "3"), err, "--seed", "sim backend does not");
     expect_error(CHECK(&a, err, CPB_CMD_run, "--backend", "cpu", "--gpu", "h200"), err, "--gpu", "cpu backend");
     expect_error(CHECK(&a, err, CPB_CMD_run, "--backend", "cpu", "--comm", "mpi"), err, "--comm", "cuda backend");
-    expect_error(CHECK(&a, err, CPB_CMD_run, "--backend", "sim", "--timeout", "60"), err, "--timeout", NULL);
+    /* --timeout bounds a simulated point too (issue 26 §7); a command without trials refuses it */
+    cr_assert_eq(CHECK(&a, err, CPB_CMD_run, "--backend", "sim", "--timeout", "60"), CPB_OK, "%s", err);
+    expect_error(CHECK(&a, err, CPB_CMD_list, "--timeout", "60"), err, "--timeout", "`cpbench list` does not use");
     expect_error(CHECK(&a, err, CPB_CMD_run, "--backend", "sim", "--seq-stop", "1M"), err, "--scope model", NULL);
     expect_error(CHECK(&a, err, CPB_CMD_run, "--force"), err, "--force", "--out or --dump");
     expect_error(CHECK(&a, err, CPB_CMD_fingerprints, "--backend", "sim", "--results", "x.h5"), err, "--backend", NULL);

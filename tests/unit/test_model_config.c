@@ -133,7 +133,7 @@ Test(model_config, bad_files_are_refused_naming_the_field)
     refused(HF "bad/array.json", "expected a JSON object", "an array");
     refused(HF "bad/text-config-array.json", "text_config: expected an object", "an array");
     refused(HF "bad/odd-head-dim.json", "head_dim: expected an even number", "got 127");
-    refused(HF "bad/no-such-file.json", "cannot be read", "config.json");
+    refused(HF "bad/no-such-file.json", "does not exist", "config.json"); /* the checked opener's words */
     refused(HF "bad/attention-bias-string.json", "attention_bias: expected true or false", "a string");
 }
 

@@ -80,7 +80,8 @@ Test(sim_profiles, calibration_file_overrides)
     cr_expect_eq(cpb_gpu_profile_calibrate(&p, path, err, sizeof err), CPB_ERR_INVALID);
     cr_expect(strstr(err, "not a number"), "%s", err);
     unlink(path);
-    cr_expect_eq(cpb_gpu_profile_calibrate(&p, "/nonexistent/calib.txt", err, sizeof err), CPB_ERR_IO);
+    /* a missing file is bad input (exit 2), as every input file of the checked opener */
+    cr_expect_eq(cpb_gpu_profile_calibrate(&p, "/nonexistent/calib.txt", err, sizeof err), CPB_ERR_INVALID);
 }
 
 /* ---- a toy method: one saved buffer, optionally sized by rank (breaks the rule), and
