@@ -7,6 +7,7 @@
 #include "cpb_method.h"
 #include "cpb_presets.h"
 #include "knobs.h"
+#include "model_scope.h"
 #include "registry.h"
 
 /* how the build has the backend (the cuda plugin: where it was found, whether it loaded and
@@ -60,6 +61,8 @@ int cpb_cmd_list(const cpb_cli *c)
         printf("  %-11s %6lld %4d %4d %4d %10.0f  %s\n", p->name, (long long)p->D, p->H, p->G, p->d,
                p->rope_base, p->notes);
     }
+    printf("\n");
+    cpb_framework_list_print(stdout);
     printf("\nBackends:\n");
     const cpb_backend *cuda = NULL;
     for (int i = 0; i < cpb_backend_count(); i++) {
