@@ -29,6 +29,6 @@ cpb_cmd_test(sim_run_model_deepspeed ${SIM_EXPECT} 0 - "peak in three buckets: m
 cpb_cmd_test(sim_run_model_host_ram ${SIM_EXPECT} 0 - "host-oom — host memory: needs" --
              ${CPBENCH} run --backend sim --method upipe --model llama3-8b --gpus 8 --seq 1M --scope model
              --seq-stop 1M --host-ram 16G)
-cpb_cmd_test(sim_run_model_unknown_framework ${SIM_EXPECT} 2 - "--framework 'megatron': expected one of torchtitan" --
+cpb_cmd_test(sim_run_model_unknown_framework ${SIM_EXPECT} 2 - "--framework 'nosuch': expected one of torchtitan" --
              ${CPBENCH} run --backend sim --method upipe --model llama3-8b --gpus 8 --seq 1M --scope model
-             --framework megatron)
+             --framework nosuch)
