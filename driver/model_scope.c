@@ -21,6 +21,7 @@ const char *cpb_model_moment_name(int moment)
 
 typedef struct shape {
     double S, s, C, D, H, G, d, F, V, L;
+    double N, W; /* GPUs the states are sharded over; every GPU (C x replicas) */
     double p_attn, p_mlp, p_norm, p_layer, p_embed, p_head, p_total;
 } shape;
 
@@ -134,8 +135,8 @@ static void memory(cpb_model_estimate *e, const shape *x)
     const double sD = x->s * x->D * B;
     /* sharded states: the parts' bytes per parameter (model_scope_setup.c), sharded over
      * the C GPUs or replicated; those offloaded are in host memory */
-    int64_t states = (int64_t)(su->dev_sh * x->p_total / x->C + su->dev_rep * x->p_total);
-    e->host_states = (int64_t)(su->host_sh * x->p_total / x->C + su->host_rep * x->p_total);
+    int64_t states = (int64_t)(su->dev_sh * x->p_total / x->N + su->dev_rep * x->p_total);
+    e->host_states = (int64_t)(su->host_sh * x->p_total / x->N + su->host_rep * x->p_total);
     const int full = su->ckpt == CPB_CKPT_FULL, offload = full && su->ckpt_offload;
     /* The layer's own [s, D] buffers in the trace (trial.c allocates x, y, dy, dx in the
      * storage dtype).  In the model the attention output y is consumed by the residual add
@@ -258,7 +259,7 @@ static void memory(cpb_model_estimate *e, const shape *x)
 static double host_copy_bw(const cpb_sim_hw *hw, const shape *x, int pageable)
 {
     int gpn = hw->gpus_per_node > 0 ? hw->gpus_per_node : 8;
-    double sharing = x->C < gpn ? x->C : gpn;
+    double sharing = x->W < gpn ? x->W : gpn;
     double bw = hw->pcie_node_bw / sharing < hw->pcie_gpu_bw ? hw->pcie_node_bw / sharing : hw->pcie_gpu_bw;
     if (pageable && hw->pcie_pageable_bw > 0 && hw->pcie_pageable_bw < bw) bw = hw->pcie_pageable_bw;
     return bw;
@@ -306,16 +307,16 @@ static void timing(cpb_model_estimate *e, const shape *x, const cpb_gpu_profile 
      * parameters are replicated: only the gradients' reduction (all-reduce without
      * sharding), per micro-batch in the layers, or once per step (grad_sync_per_step) */
     int gpn = hw->gpus_per_node > 0 ? hw->gpus_per_node : 8;
-    double bw = x->C > gpn ? hw->inter_busbw : hw->coll_busbw;
-    double lat = x->C > gpn ? hw->inter_lat : hw->coll_lat;
+    double bw = x->N > gpn ? hw->inter_busbw : hw->coll_busbw;
+    double lat = x->N > gpn ? hw->inter_lat : hw->coll_lat;
     double gathers = su->zero >= 3 ? (f->rs_params != 0 ? (full ? 3 : 2) : 2) : 0;
     double reduce = su->zero == 0 ? 2 : 1;
     double per_layer_reduce = su->zero >= 3 || !f->grad_sync_per_step ? reduce : 0;
-    e->fsdp_layer_s = x->C > 1 ? (gathers * BF16 + per_layer_reduce * f->grad_reduce_bytes) * x->p_layer * (x->C - 1) / x->C / bw +
+    e->fsdp_layer_s = x->N > 1 ? (gathers * BF16 + per_layer_reduce * f->grad_reduce_bytes) * x->p_layer * (x->N - 1) / x->N / bw +
                                      (gathers + per_layer_reduce) * lat
                                : 0;
     /* parameter offload: each gather first copies this GPU's shard from host memory */
-    if (su->param_offload) e->fsdp_layer_s += gathers * BF16 * x->p_layer / x->C / host_copy_bw(hw, x, 0);
+    if (su->param_offload) e->fsdp_layer_s += gathers * BF16 * x->p_layer / x->N / host_copy_bw(hw, x, 0);
     /* checkpoint offload: [s, D] bf16 to the host in the forward and back in the backward
      * for every offloaded layer, while every GPU of the node does the same; pageable above
      * the framework's pinning limit */
@@ -357,12 +358,12 @@ static void timing(cpb_model_estimate *e, const shape *x, const cpb_gpu_profile 
      * of the node steps its own shard, over the node's host memory bandwidth, plus the
      * PCIe copies: the 16-bit gradients down and the updated 16-bit parameters back up
      * [ZO]; counted after the backward, not overlapped with it [EST] */
-    double shard = su->zero >= 1 ? x->p_total / x->C : x->p_total;
-    double opt_gpu = su->zero >= 1 ? f->optimizer_bytes * x->p_total / x->C / hw->hbm_bw
+    double shard = su->zero >= 1 ? x->p_total / x->N : x->p_total;
+    double opt_gpu = su->zero >= 1 ? f->optimizer_bytes * x->p_total / x->N / hw->hbm_bw
                                    : f->optimizer_bytes * x->p_total / hw->hbm_bw;
     e->opt_host_s = e->opt_pcie_s = 0;
     if (su->opt_cpu) {
-        double sharing = x->C < gpn ? x->C : gpn;
+        double sharing = x->W < gpn ? x->W : gpn;
         e->opt_host_s = (28 + (su->copy16_eff ? 2 : 0)) * shard * sharing / prof->host_mem_bw;
         e->opt_pcie_s = (su->grad_bytes + BF16) * shard / host_copy_bw(hw, x, 0);
         e->optimizer_s = e->opt_host_s + e->opt_pcie_s;
@@ -372,10 +373,19 @@ static void timing(cpb_model_estimate *e, const shape *x, const cpb_gpu_profile 
     /* per step, ZeRO 1-2: the updated 16-bit parameters all-gathered; and the gradients
      * reduced once per step where the framework does so */
     e->step_comm_s = 0;
-    if (x->C > 1 && su->zero < 3) {
-        if (su->zero >= 1) e->step_comm_s += BF16 * x->p_total * (x->C - 1) / x->C / bw + lat;
+    if (x->N > 1 && su->zero < 3) {
+        if (su->zero >= 1) e->step_comm_s += BF16 * x->p_total * (x->N - 1) / x->N / bw + lat;
         if (f->grad_sync_per_step)
-            e->step_comm_s += reduce * f->grad_reduce_bytes * x->p_total * (x->C - 1) / x->C / bw + lat;
+            e->step_comm_s += reduce * f->grad_reduce_bytes * x->p_total * (x->N - 1) / x->N / bw + lat;
+    }
+    /* HSDP: each replica's gradient shard all-reduced across the replicas (2 (R-1)/R of it
+     * on the bus), over the network when the world spans nodes; per micro-batch unless the
+     * framework reduces once per step */
+    if (su->hsdp && su->dp > 1) {
+        double R = su->dp, wbw = x->W > gpn ? hw->inter_busbw : hw->coll_busbw,
+               wlat = x->W > gpn ? hw->inter_lat : hw->coll_lat;
+        double ar = 2 * f->grad_reduce_bytes * x->p_total / x->N * (R - 1) / R / wbw + wlat;
+        e->step_comm_s += (f->grad_sync_per_step ? 1 : K) * ar;
     }
     /* a micro-batch: every layer, the head and the loss; the step: K micro-batches, the
      * optimizer and what is paid once per step */
@@ -444,6 +454,10 @@ int cpb_model_estimate_new(const cpb_problem *p, const cpb_method *m, const cpb_
         return CPB_OK;
     }
     shape x = shape_of(p, sp);
+    /* the layout: the context-parallel group of C GPUs, replicated dp times; the states
+     * sharded over every GPU or within a replica (HSDP) */
+    x.W = x.C * setup.dp;
+    x.N = setup.hsdp ? x.C : x.W;
     e->params = x.p_total;
     memory(e, &x);
     timing(e, &x, &prof);

@@ -92,13 +92,15 @@ enum { CPB_CKPT_NONE = 0, CPB_CKPT_FULL, CPB_CKPT_SELECTIVE };
  * line's overrides, each with where its value came from. */
 enum { CPB_PART_ZERO = 0, CPB_PART_OPTIMIZER, CPB_PART_PARAM_OFFLOAD, CPB_PART_MASTER, CPB_PART_GRAD,
        CPB_PART_CKPT, CPB_PART_CKPT_OFFLOAD, CPB_PART_TILED_MLP, CPB_PART_FUSED_LOSS, CPB_PART_LINEAR,
-       CPB_PART_MICRO_BATCH, CPB_PART_GRAD_ACCUM, CPB_PART_COUNT };
+       CPB_PART_MICRO_BATCH, CPB_PART_GRAD_ACCUM, CPB_PART_DP, CPB_PART_SHARD_GROUP, CPB_PART_COUNT };
 typedef struct cpb_setup {
     const cpb_framework *fw;
     int zero, opt_cpu, param_offload, master_bytes, grad_bytes, ckpt, ckpt_offload, tiled_mlp, fused_loss;
     int fp8;                 /* linear layers outside attention (MLP) in fp8 */
     int copy16_eff;          /* a 16-bit compute copy beside an fp32 master is kept */
     int micro_batch, grad_accum;
+    int dp;                  /* data-parallel replicas of the context-parallel group (--gpus GPUs each) */
+    int hsdp;                /* 1: the states are sharded within a replica (HSDP); 0: over every GPU */
     int from_cli[CPB_PART_COUNT]; /* 1: given on the command line; 0: the preset's or the default */
     /* bytes per parameter of the model states, derived from the parts: replicated and
      * sharded (over the GPUs), on the device and in host memory */

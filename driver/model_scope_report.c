@@ -42,8 +42,10 @@ void cpb_model_estimate_print(FILE *f, const cpb_model_estimate *e)
     cpb_model_buckets b = cpb_model_mem_buckets(&e->moment[e->peak_moment]);
     fprintf(f, "peak in three buckets: model states %.2f GiB, attention activations %.2f GiB, other %.2f GiB\n",
             gib(b.model), gib(b.attn_act), gib(b.other));
-    fprintf(f, "host per GPU: %.2f GiB of %.2f GiB (checkpoint copies %s; model states %.2f GiB)\n", gib(e->host_bytes),
-            gib(e->host_capacity), e->ckpt_pageable ? "pageable" : "pinned", gib(e->host_states));
+    fprintf(f, "host per GPU: %.2f GiB of %.2f GiB (checkpoint copies %s", gib(e->host_bytes), gib(e->host_capacity),
+            e->ckpt_pageable ? "pageable" : "pinned");
+    if (e->host_states > 0) fprintf(f, "; offloaded model states %.2f GiB", gib(e->host_states));
+    fprintf(f, ")\n");
     fprintf(f, "time per step (predicted):\n");
     fprintf(f, "  per layer: attention %.3f s (fwd %.3f + recompute %.3f + bwd %.3f), MLP %.3f s, norms %.3f s\n",
             e->attn_layer_s, e->attn.fwd_s, e->attn.fwd_s, e->attn.bwd_s, e->mlp_layer_s, e->norm_layer_s);

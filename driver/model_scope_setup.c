@@ -43,16 +43,22 @@ const cpb_knob cpb_setup_knobs[] = {
      .help = "sequences per micro-batch (default 1)", .points = CPB_KNOB_MODEL_SCOPE_POINTS, .setup = 1},
     {.name = "grad_accum", .type = CPB_KNOB_INT, .def = "0", .arg = "K",
      .help = "micro-batches per optimizer step (default 1)", .points = CPB_KNOB_MODEL_SCOPE_POINTS, .setup = 1},
+    {.name = "dp", .type = CPB_KNOB_INT, .def = "0", .arg = "R",
+     .help = "data-parallel replicas of the context-parallel group of --gpus GPUs: R x C GPUs in all (default 1)",
+     .points = CPB_KNOB_MODEL_SCOPE_POINTS, .setup = 1},
+    PART("shard_group", "world|replica", "world|replica",
+         "the GPUs the model states are sharded over: every GPU, or each replica's (HSDP)"),
     {NULL}};
 
 /* the knob of each part, in part order */
 static const char *const knob_of_part[CPB_PART_COUNT] = {
     "zero", "optimizer", "param_offload", "master_dtype", "grad_dtype", "ckpt",
-    "ckpt_offload", "tiled_mlp", "fused_loss", "linear_dtype", "micro_batch", "grad_accum"};
+    "ckpt_offload", "tiled_mlp", "fused_loss", "linear_dtype", "micro_batch", "grad_accum", "dp", "shard_group"};
 
 static const char *const part_names[CPB_PART_COUNT] = {
     "sharding", "optimizer", "parameters", "master weights", "gradients", "checkpointing",
-    "checkpoint offload", "tiled MLP", "fused loss", "linear layers", "micro-batch", "grad accumulation"};
+    "checkpoint offload", "tiled MLP", "fused loss", "linear layers", "micro-batch", "grad accumulation",
+    "replicas", "shard group"};
 
 const char *cpb_setup_part_name(int part)
 {
@@ -140,6 +146,9 @@ int cpb_setup_of(const cpb_problem *p, cpb_setup *s, char *err, size_t err_len)
         s->micro_batch = (int)cpb_knob_int(p, "micro_batch"), s->from_cli[CPB_PART_MICRO_BATCH] = 1;
     if (cpb_knob_int(p, "grad_accum") > 0)
         s->grad_accum = (int)cpb_knob_int(p, "grad_accum"), s->from_cli[CPB_PART_GRAD_ACCUM] = 1;
+    s->dp = 1;
+    if (cpb_knob_int(p, "dp") > 0) s->dp = (int)cpb_knob_int(p, "dp"), s->from_cli[CPB_PART_DP] = 1;
+    if ((v = given(p, "shard_group"))) s->hsdp = strcmp(v, "replica") == 0, s->from_cli[CPB_PART_SHARD_GROUP] = 1;
     /* a 16-bit copy exists when the framework keeps one beside an fp32 master */
     s->copy16_eff = f->copy16 && s->master_bytes == 4;
     derive_bytes(s);
@@ -196,6 +205,11 @@ void cpb_setup_part_value(const cpb_setup *s, int part, char *buf, size_t len)
     case CPB_PART_LINEAR: snprintf(buf, len, "%s", s->fp8 ? "fp8 (MLP GEMMs; attention and LM head bf16)" : "bf16"); break;
     case CPB_PART_MICRO_BATCH: snprintf(buf, len, "%d", s->micro_batch); break;
     case CPB_PART_GRAD_ACCUM: snprintf(buf, len, "%d", s->grad_accum); break;
+    case CPB_PART_DP: snprintf(buf, len, "%d (context-parallel group of --gpus GPUs each)", s->dp); break;
+    case CPB_PART_SHARD_GROUP:
+        snprintf(buf, len, "%s", s->hsdp ? "replica (HSDP: sharded within a replica, gradients all-reduced across)"
+                                         : "world (every GPU)");
+        break;
     default: snprintf(buf, len, "?");
     }
 }
@@ -203,7 +217,8 @@ void cpb_setup_part_value(const cpb_setup *s, int part, char *buf, size_t len)
 void cpb_setup_part_origin(const cpb_setup *s, int part, char *buf, size_t len)
 {
     if (part >= 0 && part < CPB_PART_COUNT && s->from_cli[part]) snprintf(buf, len, "command line");
-    else if (part == CPB_PART_LINEAR || part == CPB_PART_MICRO_BATCH || part == CPB_PART_GRAD_ACCUM)
+    else if (part == CPB_PART_LINEAR || part == CPB_PART_MICRO_BATCH || part == CPB_PART_GRAD_ACCUM ||
+             part == CPB_PART_DP || part == CPB_PART_SHARD_GROUP)
         snprintf(buf, len, "default");
     else snprintf(buf, len, "preset %s", s->fw->name);
 }

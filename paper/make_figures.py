@@ -133,7 +133,7 @@ LAST_FIXED_COLUMN = "dw_norm"
 SETUP_KNOBS = ("framework", "host_ram_bytes",
                # the training setup's parts (driver/model_scope_setup.c)
                "zero", "optimizer", "param_offload", "master_dtype", "grad_dtype", "ckpt", "ckpt_offload",
-               "tiled_mlp", "fused_loss", "linear_dtype", "micro_batch", "grad_accum")
+               "tiled_mlp", "fused_loss", "linear_dtype", "micro_batch", "grad_accum", "dp", "shard_group")
 
 
 def knob_columns(r):

@@ -326,3 +326,29 @@ Test(sim_setup, every_preset_estimates_and_lists)
     cr_expect(strstr(buf, "--optimizer cpu") != NULL);
     free(buf);
 }
+
+Test(sim_setup, replicas_shard_over_the_world_or_within_a_replica)
+{
+    cpb_model_estimate *one = estimate(8, 1 << 18, (const char *[]){"framework=torchtitan", NULL});
+    cpb_model_estimate *w = estimate(8, 1 << 18, (const char *[]){"framework=torchtitan", "dp=4", NULL});
+    cpb_model_estimate *h = estimate(8, 1 << 18, (const char *[]){"framework=torchtitan", "dp=4", "shard_group=replica",
+                                                                   NULL});
+    double P = one->params;
+    /* 16 bytes per parameter over 32 GPUs, or over the replica's 8 (HSDP) */
+    cr_expect_eq(w->moment[0].states, (int64_t)(16.0 * P / 32));
+    cr_expect_eq(h->moment[0].states, (int64_t)(16.0 * P / 8));
+    cr_expect_eq(h->moment[0].states, one->moment[0].states);
+    /* the replica's layer trial is the same; HSDP pays the all-reduce across replicas, and
+     * world sharding gathers over the network (32 GPUs span 4 nodes) */
+    cr_expect_float_eq(h->attn_layer_s, one->attn_layer_s, 1e-15);
+    cr_expect_gt(h->step_comm_s, 0);
+    cr_expect_eq(one->step_comm_s, 0);
+    cr_expect_gt(w->fsdp_layer_s, one->fsdp_layer_s);
+    /* tokens/s per GPU: each replica trains its own sequences */
+    static cpb_row r;
+    cpb_model_estimate_row(h, &r);
+    cr_expect_float_eq(r.tokens_per_s_per_gpu, (double)(1 << 18) / (h->step_s * 8), 1e-9);
+    cpb_model_estimate_free(one);
+    cpb_model_estimate_free(w);
+    cpb_model_estimate_free(h);
+}
