@@ -469,9 +469,12 @@ int cpb_model_estimate_new(const cpb_problem *p, const cpb_method *m, const cpb_
                  pk->total / 1073741824.0, cpb_model_moment_name(e->peak_moment), e->capacity / 1073741824.0);
     } else if (e->host_bytes > e->host_capacity) {
         e->status = CPB_ERR_NOMEM_HOST;
-        snprintf(e->reason, sizeof e->reason, "host memory: needs %.2f GiB per GPU for offloaded checkpoints%s, "
+        char states[96] = "";
+        if (e->host_states > 0)
+            snprintf(states, sizeof states, " and the offloaded model states (%.2f GiB)", e->host_states / 1073741824.0);
+        snprintf(e->reason, sizeof e->reason, "host memory: needs %.2f GiB per GPU for offloaded checkpoints%s%s, "
                  "%.2f GiB available (node host memory / GPUs per node; --host-ram)%s", e->host_bytes / 1073741824.0,
-                 e->attn.host_peak_bytes ? " and the method's host buffers" : "", e->host_capacity / 1073741824.0,
+                 e->attn.host_peak_bytes ? " and the method's host buffers" : "", states, e->host_capacity / 1073741824.0,
                  e->ckpt_pageable ? "" : "; pinned checkpoint copies are rounded up to powers of two by PyTorch's "
                                          "caching host allocator");
     }

@@ -2,8 +2,12 @@
  * with one context-parallel method for its attention layers (docs/simulator.md lists every
  * assumption; model_scope.c states each in place).
  *
- * Everything around the attention layer follows a training setup, `--framework`
- * (cpb_framework: TorchTitan FSDP2 by default, or Megatron-DeepSpeed ZeRO-3).  Memory per
+ * Everything around the attention layer follows a training setup: a set of parts (cpb_setup,
+ * model_scope_setup.c: sharding, optimizer and parameter offload, master and gradient dtypes,
+ * checkpointing and its offload, tiled MLP, fused loss, fp8 MLP, micro-batch, accumulation,
+ * replicas and their shard group), each a knob, bundled by a `--framework` preset
+ * (cpb_framework: TorchTitan FSDP2 by default, Megatron-DeepSpeed ZeRO-3, ALST, HF ZeRO-3,
+ * plain TorchTitan CP, Megatron) and overridden part by part on the command line.  Memory per
  * GPU: the sharded model states, the gathered layer(s) and gradient buffers, the
  * reduce-scatter buffer in flight, the checkpointed layer inputs kept on the device, the
  * residual-stream buffers, the MLP tile and the loss chunk, plus the attention layer's
