@@ -163,6 +163,9 @@ static void memory(cpb_model_estimate *e, const shape *x)
     /* the framework's communication buffers: the gradients in flight to their
      * reduce-scatter (FSDP2: the previous layer's, in reduce_dtype; ZeRO-3: its bucket) */
     int64_t comm = (int64_t)(rs_elems(f, x) * f->grad_reduce_bytes);
+    /* Megatron's buckets are views of its contiguous gradient buffer, already in the
+     * states [MCDDP] */
+    if (su->zero < 3 && f->grad_sync_per_step) comm = 0;
     /* the current layer's MLP and norm parameters and what is gathered ahead (compute
      * dtype; the attention weights are in the trace); below ZeRO-3 the parameters are
      * replicated in the states (an autocast copy of the layer without a 16-bit copy) */
@@ -315,8 +318,9 @@ static void timing(cpb_model_estimate *e, const shape *x, const cpb_gpu_profile 
     e->fsdp_layer_s = x->N > 1 ? (gathers * BF16 + per_layer_reduce * f->grad_reduce_bytes) * x->p_layer * (x->N - 1) / x->N / bw +
                                      (gathers + per_layer_reduce) * lat
                                : 0;
-    /* parameter offload: each gather first copies this GPU's shard from host memory */
-    if (su->param_offload) e->fsdp_layer_s += gathers * BF16 * x->p_layer / x->N / host_copy_bw(hw, x, 0);
+    /* parameter offload (or FSDP2's CPU offload, where the parameters are the master): each
+     * gather first copies this GPU's shard from host memory */
+    if (su->param_offload || (su->opt_cpu && !su->copy16_eff)) e->fsdp_layer_s += gathers * BF16 * x->p_layer / x->N / host_copy_bw(hw, x, 0);
     /* checkpoint offload: [s, D] bf16 to the host in the forward and back in the backward
      * for every offloaded layer, while every GPU of the node does the same; pageable above
      * the framework's pinning limit */
