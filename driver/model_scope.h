@@ -85,6 +85,7 @@ typedef struct cpb_framework {
     int grad_sync_per_step;  /* 1: gradients reduced once per optimizer step (after the last micro-batch); 0: every
                                 micro-batch */
     const char *parts_source;/* where the parts come from */
+    const char *half;        /* the 16-bit dtype's name: "fp16" or (NULL) "bf16" */
 } cpb_framework;
 
 /* activation checkpointing: none (every layer keeps its saved activations), full (each layer's

@@ -142,7 +142,7 @@ static const cpb_framework frameworks[] = {
         /* [MDS] ZeRO-3 with --fp16: 16-bit parameters and gradients, an fp32 master */
         .zero = 3, .opt_cpu = 0, .param_offload = 0, .master_bytes = 4, .grad_bytes = 2, .copy16 = 1,
         .ckpt = CPB_CKPT_FULL, .ckpt_offload = 1, .tiled_mlp = 1, .fused_loss = 1, .grad_sync_per_step = 0,
-        .parts_source = "[MDS], [DSC], [DSAC]",
+        .parts_source = "[MDS], [DSC], [DSAC]", .half = "fp16",
     },
     {
         .name = "alst",

@@ -31,8 +31,8 @@ const cpb_knob cpb_setup_knobs[] = {
     PART("optimizer", "gpu|cpu", "gpu|cpu",
          "optimizer states (fp32 master, Adam m, v) and step on the GPU or offloaded to the CPU"),
     PART("param_offload", "off|on", "off|on", "the sharded 16-bit parameters kept in host memory"),
-    PART("master_dtype", "fp32|bf16", "fp32|bf16", "dtype of the weights the optimizer updates"),
-    PART("grad_dtype", "fp32|bf16", "fp32|bf16", "dtype of the stored gradients"),
+    PART("master_dtype", "fp32|bf16|fp16", "fp32|bf16|fp16", "dtype of the weights the optimizer updates"),
+    PART("grad_dtype", "fp32|bf16|fp16", "fp32|bf16|fp16", "dtype of the stored gradients"),
     PART("ckpt", "none|full|selective", "none|full|selective",
          "activation checkpointing (selective: Megatron's, the attention core recomputed)"),
     PART("ckpt_offload", "off|on", "off|on", "checkpointed layer inputs offloaded to host memory"),
@@ -174,10 +174,11 @@ static int check_parts(const cpb_problem *p, char *why, size_t why_len)
     return CPB_OK;
 }
 
-static const char *dt(int bytes)
+static const char *dt_of(const cpb_setup *s, int bytes)
 {
-    return bytes == 4 ? "fp32" : "bf16";
+    return bytes == 4 ? "fp32" : s->fw->half ? s->fw->half : "bf16";
 }
+#define dt(bytes) dt_of(s, bytes)
 
 void cpb_setup_part_value(const cpb_setup *s, int part, char *buf, size_t len)
 {
@@ -191,7 +192,7 @@ void cpb_setup_part_value(const cpb_setup *s, int part, char *buf, size_t len)
     case CPB_PART_OPTIMIZER: snprintf(buf, len, "%s", s->opt_cpu ? "cpu (offloaded; CPU Adam)" : "gpu"); break;
     case CPB_PART_PARAM_OFFLOAD: snprintf(buf, len, "%s", s->param_offload ? "on (host memory)" : "off"); break;
     case CPB_PART_MASTER:
-        snprintf(buf, len, "%s%s", dt(s->master_bytes), s->copy16_eff ? " (beside a bf16 compute copy)" : " (the stored parameters)");
+        snprintf(buf, len, "%s%s", dt(s->master_bytes), s->copy16_eff ? (s->fw->half ? " (beside an fp16 compute copy)" : " (beside a bf16 compute copy)") : " (the stored parameters)");
         break;
     case CPB_PART_GRAD: snprintf(buf, len, "%s", dt(s->grad_bytes)); break;
     case CPB_PART_CKPT:
@@ -227,7 +228,7 @@ void cpb_setup_bytes_text(const cpb_setup *s, char *buf, size_t len)
 {
     double total = s->dev_rep + s->dev_sh + s->host_rep + s->host_sh;
     size_t n = (size_t)snprintf(buf, len, "%g =", total);
-    if (s->p16 > 0) n += (size_t)snprintf(buf + n, n < len ? len - n : 0, " bf16 params %g +", s->p16);
+    if (s->p16 > 0) n += (size_t)snprintf(buf + n, n < len ? len - n : 0, " %s params %g +", dt(2), s->p16);
     n += (size_t)snprintf(buf + n, n < len ? len - n : 0, " %s master %g + %s grads %g + Adam m, v %g", dt(s->master_bytes),
                           s->master, s->opt_cpu ? "fp32" : dt(s->grad_bytes), s->grad, s->moments);
     n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "; on the GPU %g replicated + %g / GPUs", s->dev_rep, s->dev_sh);
