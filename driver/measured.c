@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "fingerprint.h"
+#include "gpu_profiles.h"
 #include "profile_iter.h"
 #include "ranks.h"
 #include "trial.h"
@@ -45,10 +46,23 @@ static int step(cpb_ctx *ctx, const cpb_method *m, cpb_layer *L, int it, cpb_row
     return rc;
 }
 
+double cpb_device_peak_tflops(const char *gpu)
+{
+    const char *name = NULL;
+    if (strstr(gpu, "H200")) name = "h200";
+    else if (strstr(gpu, "H100") && (strstr(gpu, "HBM3") || strstr(gpu, "SXM"))) name = "h100-sxm";
+    else if (strstr(gpu, "A100")) name = strstr(gpu, "80GB") ? "a100-80g" : "a100-40g"; /* both 312 dense */
+    cpb_gpu_profile prof;
+    char err[256];
+    if (!name || cpb_gpu_profile_get(name, &prof, err, sizeof err) != CPB_OK) return 0;
+    return prof.hw.peak_flops / 1e12;
+}
+
 int cpb_run_measured(cpb_ctx *ctx, const cpb_problem *p, const cpb_method *m, int warmup, int iters, uint64_t seed,
                      const char *gpu, cpb_row *row)
 {
     cpb_row_point(row, m, p, ctx->be, gpu, "layer");
+    row->peak_tflops = cpb_device_peak_tflops(row->gpu);
     row->seed = (int64_t)seed;
     if (iters < 1) iters = 1;
     if (warmup < 0) warmup = 0;
@@ -62,10 +76,14 @@ int cpb_run_measured(cpb_ctx *ctx, const cpb_problem *p, const cpb_method *m, in
         return CPB_ERR_NOMEM_HOST;
     }
     const cpb_backend *be = ctx->be;
-    /* reserved / device-used of this trial (DESIGN section 3) */
-    if (be->mem_highwater_reset) be->mem_highwater_reset(ctx);
+    /* reserved / device-used of this trial (DESIGN section 3): what the backend's caches kept
+     * for earlier trials of this process goes back first (a sweep without --isolate), so a
+     * small trial after a large one reports its own reserved bytes */
+    int rc = be->mem_trial ? be->mem_trial(ctx, CPB_MEM_TRIAL_START) : CPB_OK;
+    if (rc == CPB_OK && be->mem_highwater_reset) be->mem_highwater_reset(ctx);
     cpb_layer L;
-    int rc = cpb_trial_setup(ctx, m, p, NULL, seed, &L);
+    memset(&L, 0, sizeof L);
+    if (rc == CPB_OK) rc = cpb_trial_setup(ctx, m, p, NULL, seed, &L);
     if (rc != CPB_OK) {
         cpb_row_set_status(row, rc, cpb_errmsg(ctx));
         cpb_trial_memory(ctx, row);
@@ -85,7 +103,14 @@ int cpb_run_measured(cpb_ctx *ctx, const cpb_problem *p, const cpb_method *m, in
         cpb_reset_stats(ctx);
         *it_row = *row;
         /* again after the warm-up: what the libraries set up at their first use (NCCL's
-         * lazily connected buffers, cuBLAS) is the baseline, not the method's memory */
+         * communicators and lazily connected buffers, cuBLAS) is the baseline, not the
+         * method's memory (and leaves the capacity); the warm-up filled the caches, which a
+         * timed step must not grow */
+        if (it == warmup && warmup > 0 && be->mem_trial && (rc = be->mem_trial(ctx, CPB_MEM_TRIAL_TIMED)) != CPB_OK) {
+            cpb_row_set_status(it_row, rc, cpb_errmsg(ctx));
+            best = *it_row;
+            break;
+        }
         if (it == warmup && warmup > 0 && be->mem_highwater_reset && (rc = be->mem_highwater_reset(ctx)) != CPB_OK) {
             cpb_row_set_status(it_row, rc, cpb_errmsg(ctx));
             best = *it_row;
@@ -159,10 +184,10 @@ int cpb_run_measured(cpb_ctx *ctx, const cpb_problem *p, const cpb_method *m, in
         row->bwd_s = median(t + 2 * iters, iters);
         double f, b;
         cpb_layer_model_flops(p, &f, &b);
-        cpb_row_rates(row, f + b);
+        cpb_row_rates(row, f + b, cpb_layer_megatron_flops(p));
     } else {
         row->step_s = row->fwd_s = row->bwd_s = 0;
-        cpb_row_rates(row, 0);
+        cpb_row_rates(row, 0, 0);
     }
     row->nstreams = ctx->nstreams;
     memcpy(row->stream_names, ctx->stream_names, sizeof row->stream_names);

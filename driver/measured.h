@@ -14,6 +14,12 @@ extern "C" {
 /* the gpu column of a context: its device's name (device_info hook), else the backend's */
 void cpb_ctx_gpu_name(cpb_ctx *ctx, char *out, size_t len);
 
+/* The dense bf16 peak (TFLOP/s) of the simulator's GPU profile that describes the device
+ * the cuda backend names `gpu` ("NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-40GB"): the MFU
+ * columns' peak of a measured row.  0 when none does (the cpu backend; an H100 PCIe or
+ * NVL, whose peaks differ from the SXM part's; other GPUs). */
+double cpb_device_peak_tflops(const char *gpu);
+
 /* Run method m on p on ctx: set-up with device fill from `seed`, `warmup` + `iters`
  * forward+backward steps.  *row becomes the point's row (cpb_row_point, gpu column `gpu`):
  * step time = median over the iterations of the slowest rank; memory = the rank with the

@@ -22,6 +22,7 @@ const char *cpb_model_moment_name(int moment)
 typedef struct shape {
     double S, s, C, D, H, G, d, F, V, L;
     double N, W; /* GPUs the states are sharded over; every GPU (C x replicas) */
+    double m; /* MLP weight matrices: 3 gated (gate, up, down), 2 two-matrix (up, down) */
     double p_attn, p_mlp, p_norm, p_layer, p_embed, p_head, p_total;
 } shape;
 
@@ -38,13 +39,18 @@ static shape shape_of(const cpb_problem *p, const cpb_model_spec *sp)
     x.F = (double)sp->ffn;
     x.V = (double)sp->vocab;
     x.L = sp->layers;
-    x.p_attn = x.D * (x.H + 2 * x.G) * x.d + x.H * x.d * x.D;
-    x.p_mlp = 3 * x.D * x.F; /* SwiGLU: gate, up [D, F], down [F, D] */
-    x.p_norm = 2 * x.D;      /* two RMSNorm weights per layer */
-    x.p_layer = x.p_attn + x.p_mlp + x.p_norm;
-    x.p_embed = x.V * x.D;
-    x.p_head = sp->tied ? 0 : x.V * x.D;
-    x.p_total = x.L * x.p_layer + x.p_embed + x.p_head + x.D; /* + final norm */
+    x.m = cpb_model_mlp_matrices(sp);
+    /* the parameter count by part (model_spec.c): projections, MLP matrices, norms and
+     * the biases the model has */
+    cpb_model_param_count c;
+    cpb_model_params(p, sp, &c);
+    x.p_attn = c.attn;
+    x.p_mlp = c.mlp;
+    x.p_norm = c.norm;
+    x.p_layer = c.layer;
+    x.p_embed = c.embed;
+    x.p_head = c.head;
+    x.p_total = c.total;
     return x;
 }
 
@@ -156,7 +162,7 @@ static void memory(cpb_model_estimate *e, const shape *x)
      * attention's saved state (with a fused attention kernel, Megatron's selective
      * recompute of the attention core keeps nothing less [MCR]), the MLP's (its input; an
      * untiled one also its four [s, F] intermediates), and the two norms' inputs [EST] */
-    double keep = attn_saved + sD * BF16 + (su->tiled_mlp ? 0 : 4 * tok * x->F * BF16) + 2 * sD * BF16;
+    double keep = attn_saved + sD * BF16 + (su->tiled_mlp ? 0 : (x->m == 3 ? 4 : 2) * tok * x->F * BF16) + 2 * sD * BF16;
     int64_t ckpt, ckpt_all;
     if (full) ckpt = ckpt_all = (int64_t)((offload ? f->ckpt_device_layers : L) * sD * BF16);
     else ckpt = (int64_t)((L - 1) * keep), ckpt_all = (int64_t)(L * keep);
@@ -207,7 +213,10 @@ static void memory(cpb_model_estimate *e, const shape *x)
     /* r, h = r + y (its norm's backward needs it) and the prefetched next input (with
      * offload); h alone without; none with the layer's saved state kept */
     b->residual = offload ? (int64_t)(3 * sD * BF16) : full ? (int64_t)(sD * BF16) : 0;
-    b->work = (int64_t)(mlp_buffers(e) * T * x->F * BF16);
+    /* the framework's [T, F] buffers are a gated MLP's (gate, up, activation, product and
+     * their gradients); a two-matrix MLP makes half as many [T, F] tensors (up, activation
+     * and their gradients): half the buffers (an estimate) */
+    b->work = (int64_t)(mlp_buffers(e) * (x->m == 3 ? 1.0 : 0.5) * T * x->F * BF16);
     sum(b);
 
     /* C: the loss.  The LM head gathered (compute dtype) with its gradient; the final
@@ -286,17 +295,17 @@ static void timing(cpb_model_estimate *e, const shape *x, const cpb_gpu_profile 
     if (su->ckpt == CPB_CKPT_SELECTIVE)
         e->attn_layer_s += 2 * x->S * x->S * x->H * x->d / x->C / (hw->peak_flops * hw->attn_fwd_eff_max);
     e->attn_layer_s *= B;
-    /* MLP: 3 GEMMs of 2*s*D*F FLOPs per forward-equivalent at the GEMM efficiency of one
+    /* MLP: m GEMMs of 2*s*D*F FLOPs (3 gated, 2 two-matrix) per forward-equivalent at the GEMM efficiency of one
      * tile (T x F x D); the framework's number of forward-equivalents (a tiled MLP's
      * backward recomputes each tile; an untiled one: forward, recompute, backward 2x);
      * one fewer without the checkpoint's recompute.  fp8: the profile's fp8 dense peak */
     double T = mlp_tokens(e, x, tok);
     double eff = cpb_sim_gemm_eff(hw, (int64_t)T, (int64_t)x->F, (int64_t)x->D, 1);
     double peak = su->fp8 ? prof->fp8_flops : hw->peak_flops;
-    double mlp_fwd = 3 * 2 * tok * x->D * x->F / (peak * eff);
+    double mlp_fwd = x->m * 2 * tok * x->D * x->F / (peak * eff);
     /* each tile's backward adds its weight gradient into the layer's (the framework's
      * accumulator: bf16 .grad or fp32 buffers), HBM bound; an untiled MLP's GEMM writes it */
-    e->mlp_acc_s = su->tiled_mlp ? ceil(tok / T) * f->mlp_grad_acc_bytes * 3 * x->D * x->F / hw->hbm_bw : 0;
+    e->mlp_acc_s = su->tiled_mlp ? ceil(tok / T) * f->mlp_grad_acc_bytes * x->m * x->D * x->F / hw->hbm_bw : 0;
     e->mlp_passes = (su->tiled_mlp ? f->mlp_passes : 4.0) - (full ? 0 : 1);
     e->mlp_layer_s = e->mlp_passes * mlp_fwd + e->mlp_acc_s;
     /* two RMSNorms (read + write [s, D]) and two residual adds (two reads, one write) per
@@ -395,13 +404,13 @@ static void timing(cpb_model_estimate *e, const shape *x, const cpb_gpu_profile 
      * optimizer and what is paid once per step */
     e->micro_s = x->L * e->layer_s + e->head_s + e->loss_s;
     e->step_s = K * e->micro_s + e->optimizer_s + e->step_comm_s;
-    /* model FLOPs without the recomputation (the usual MFU convention): per layer the
-     * attention layer's FLOPs of DESIGN section 6 plus the MLP's 3 x (2 S D F) x 3, plus
-     * the head's 3 x 2 S D V; per sequence, B x K sequences per step */
-    double af, ab;
-    cpb_layer_model_flops(&e->p, &af, &ab);
-    double total = x->L * (af + ab + 3 * 3 * 2 * x->S * x->D * x->F) + 3 * 2 * x->S * x->D * x->V;
-    e->model_flops = total * B * K;
+    /* model FLOPs without the recomputation, under both conventions of results/README.md
+     * (causal: per layer the attention layer's FLOPs of DESIGN section 6 plus the MLP's
+     * 3 x (m x 2 S D F), plus the head's 3 x 2 S D V; megatron: Megatron-LM's count); per
+     * sequence, B x K sequences per step */
+    cpb_model_flops(&e->p, e->spec, &e->model_flops, &e->model_flops_megatron);
+    e->model_flops *= B * K;
+    e->model_flops_megatron *= B * K;
 }
 
 int cpb_model_estimate_new(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts *o,

@@ -27,19 +27,57 @@
 extern "C" {
 #endif
 
-/* what the model adds to the attention shape of its preset (or of its --model-config) */
+/* what the model adds to the attention shape of its preset (or of its --model-config).
+ * The fields after `source` describe the layer's make-up; all zero is a Llama-style layer
+ * (the presets): a gated MLP, no biases, two RMSNorms per layer. */
 typedef struct cpb_model_spec {
     const char *name;   /* preset name */
     int layers;
-    int64_t ffn;        /* MLP intermediate size (SwiGLU: gate, up, down) */
+    int64_t ffn;        /* MLP intermediate size */
     int64_t vocab;
     int tied;           /* 1: the LM head shares the embedding matrix */
     const char *source;
+    int two_matrix;     /* 1: a two-matrix MLP (up, activation, down: GPT-NeoX, Phi); 0: gated
+                           (gate, up, down: SwiGLU, GeGLU) */
+    const char *act;    /* the MLP's activation (hidden_act); NULL: silu */
+    int qkv_bias, o_bias, mlp_bias, head_bias; /* 1: those linear layers have biases */
+    int norm_bias;      /* 1: LayerNorm (weight and bias); 0: RMSNorm (weight) */
+    int norms;          /* norms per layer; 0: 2 (Phi's parallel block has 1) */
+    int qk_norm;        /* 1: a norm of q and of k per head (Qwen3: 2 x head_dim weights) */
+    const char *model_type; /* the config.json's model_type ("" or NULL: a preset, or none given) */
+    const char *config_text; /* the config.json's whole text (NULL for a preset) */
 } cpb_model_spec;
 
 /* the spec of preset `name` or of a registered --model-config (model_config.h), NULL when
  * there is none */
 const cpb_model_spec *cpb_model_spec_find(const char *name);
+
+/* The parameter count of the model (p: its attention shape D, H, G, d), by part. */
+typedef struct cpb_model_param_count {
+    double attn;    /* one layer's q, k, v, o projections and their biases */
+    double mlp;     /* one layer's MLP matrices and their biases */
+    double norm;    /* one layer's norms (and q/k norms) */
+    double layer;   /* attn + mlp + norm */
+    double embed;   /* the input embedding [V, D] */
+    double head;    /* the LM head [V, D] when untied, and its bias */
+    double final_norm;
+    double total;   /* layers x layer + embed + head + final_norm */
+} cpb_model_param_count;
+void cpb_model_params(const cpb_problem *p, const cpb_model_spec *sp, cpb_model_param_count *out);
+/* weight matrices of the MLP: 3 (gated) or 2 */
+int cpb_model_mlp_matrices(const cpb_model_spec *sp);
+/* Model FLOPs of one training step on one sequence of p->S tokens, without recomputation,
+ * under the two conventions of results/README.md: `causal` (cpbench's: each layer's
+ * cpb_layer_model_flops, the MLP's GEMMs forward and twice backward, the LM head's) and
+ * `megatron` (Megatron-LM's num_floating_point_operations: 6 x the matrices' parameters x
+ * tokens, the LM head's included, + 6 S^2 H d per layer for the causal attention core). */
+void cpb_model_flops(const cpb_problem *p, const cpb_model_spec *sp, double *causal, double *megatron);
+/* One line for the output's header: "gated MLP (gate, up, down; silu), embeddings untied,
+ * no biases, RMSNorm x2 per layer" */
+void cpb_model_spec_describe(const cpb_model_spec *sp, char *buf, size_t len);
+/* the row's model columns (model_layers ... model_norm) from the spec of p->model; zeros
+ * when it has none (a custom shape) */
+void cpb_model_spec_row(const cpb_problem *p, cpb_row *r);
 
 /* How the MLP is tiled over the sequence, and which loss implementation runs. */
 enum { CPB_MLP_TILE_HIDDEN = 0, /* tiles of D tokens (TiledMLP) */
@@ -196,6 +234,7 @@ typedef struct cpb_model_estimate {
                                        layers (ZeRO 0-2) */
     double micro_s;                 /* one micro-batch: layers, head and loss */
     double model_flops;             /* per step, without the recomputation (cpb_row_rates) */
+    double model_flops_megatron;    /* the same counted as Megatron-LM does (cpb_model_flops) */
     cpb_row attn;                   /* the attention layer on the simulator */
 } cpb_model_estimate;
 

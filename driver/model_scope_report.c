@@ -19,6 +19,9 @@ void cpb_model_estimate_print(FILE *f, const cpb_model_estimate *e)
     fprintf(f, "%s on %s (whole model: %d layers, %.2fB parameters), S = %lld, %d simulated %s (%s)\n",
             e->m->name, p->model, e->spec->layers, e->params / 1e9,
             (long long)p->S, p->C, p->C == 1 ? "GPU" : "GPUs", e->gpu);
+    char desc[256];
+    cpb_model_spec_describe(e->spec, desc, sizeof desc);
+    fprintf(f, "model: %s\n", desc);
     fprintf(f, "framework: %s — %s\n", e->fw->name, e->fw->summary);
     cpb_setup_print_assumptions(f, &e->setup, "");
     fprintf(f, "status: %s%s%s\n", e->status == CPB_OK ? "ok" : e->status == CPB_ERR_OOM ? "oom" :
@@ -66,6 +69,9 @@ void cpb_model_estimate_print(FILE *f, const cpb_model_estimate *e)
     cpb_model_estimate_row(e, row);
     fprintf(f, "  step %.3f s, %.2f tokens/s/GPU, %.1f model TFLOP/s/GPU\n", e->step_s, row->tokens_per_s_per_gpu,
             row->tflops_per_gpu);
+    fprintf(f, "  MFU of the %.0f TFLOP/s peak: %.1f%% causal (%.1f TFLOP/s), %.1f%% megatron (%.1f TFLOP/s)\n",
+            row->peak_tflops, 100 * row->mfu_causal, row->tflops_per_gpu, 100 * row->mfu_megatron,
+            row->tflops_per_gpu_megatron);
     free(row);
 }
 
@@ -106,6 +112,7 @@ void cpb_model_estimate_row(const cpb_model_estimate *e, cpb_row *row)
 {
     const cpb_problem *p = &e->p;
     cpb_row_point(row, e->m, p, &cpb_backend_sim, e->gpu, "model");
+    row->peak_tflops = e->attn.peak_tflops; /* the profile the attention layer ran on */
     row->worst_rank = e->attn.worst_rank;
     /* a model that does not fit the host memory is out of memory too */
     cpb_row_set_status(row, e->status == CPB_ERR_NOMEM_HOST ? CPB_ERR_OOM : e->status, e->reason);
@@ -132,7 +139,7 @@ void cpb_model_estimate_row(const cpb_model_estimate *e, cpb_row *row)
     row->fwd_s = e->setup.grad_accum * e->spec->layers *
                  (e->setup.micro_batch * e->attn.fwd_s + e->mlp_layer_s / e->mlp_passes); /* the forward pass's share */
     row->bwd_s = e->step_s - row->fwd_s;
-    cpb_row_rates(row, e->model_flops);
+    cpb_row_rates(row, e->model_flops, e->model_flops_megatron);
     /* a step trains micro-batch x accumulation sequences of S tokens */
     row->tokens_per_s *= (double)e->setup.micro_batch * e->setup.grad_accum;
     row->tokens_per_s_per_gpu *= (double)e->setup.micro_batch * e->setup.grad_accum;

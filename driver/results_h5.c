@@ -14,10 +14,13 @@
 #include <unistd.h>
 
 #include "knobs.h"
+#include "model_config.h"
+#include "model_scope.h"
 #include "results_h5_check.h"
 
 #define RUNS "/runs"
 #define SESSIONS "/sessions"
+#define MODELS "/models"
 #define ATTR_SCHEMA "cpbench_schema"
 #define ATTR_VERSION "cpbench_schema_version"
 #define ATTR_TAGS "at_peak_tags"
@@ -34,11 +37,25 @@
 #define MAX_ATTR_BYTES ((size_t)1 << 20)
 
 struct cpb_results {
-    hid_t file, runs, sessions;
-    hid_t runs_mem, sessions_mem; /* memory types */
+    hid_t file, runs, sessions, models;
+    hid_t runs_mem, sessions_mem, models_mem; /* memory types */
     int32_t session;
     char path[1024];
+    char (*model_names)[32];      /* the models /models holds */
+    int n_models;
 };
+
+/* a row of /models: the model a run row names, described so that the file reads without
+ * the inputs that made it (results/README.md) */
+typedef struct model_rec {
+    char name[32];                /* the runs' model column */
+    char source[256];             /* a preset's source, or the config.json's path */
+    char model_type[32];          /* the config.json's model_type ("" for a preset or none) */
+    int32_t layers;
+    int64_t ffn, vocab;
+    double params;                /* the parameter count (model_params of the runs) */
+    const char *config;           /* the config.json's whole text ("" for a preset) */
+} model_rec;
 
 /* the columns: row.h's, then one per knob (knobs.h) */
 const char *const *cpb_results_column_names(void)
@@ -169,12 +186,29 @@ static hid_t sessions_mem_type(void)
     return t;
 }
 
-/* the on-disk layout of a table: /runs packed with int32 integer knobs, /sessions its
- * memory type without padding */
+static hid_t models_mem_type(void)
+{
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(model_rec));
+    insert_str(t, "name", HOFFSET(model_rec, name), sizeof((model_rec *)0)->name);
+    insert_str(t, "source", HOFFSET(model_rec, source), sizeof((model_rec *)0)->source);
+    insert_str(t, "model_type", HOFFSET(model_rec, model_type), sizeof((model_rec *)0)->model_type);
+    H5Tinsert(t, "layers", HOFFSET(model_rec, layers), H5T_NATIVE_INT32);
+    H5Tinsert(t, "ffn", HOFFSET(model_rec, ffn), H5T_NATIVE_INT64);
+    H5Tinsert(t, "vocab", HOFFSET(model_rec, vocab), H5T_NATIVE_INT64);
+    H5Tinsert(t, "params", HOFFSET(model_rec, params), H5T_NATIVE_DOUBLE);
+    hid_t vs = H5Tcopy(H5T_C_S1);
+    H5Tset_size(vs, H5T_VARIABLE);
+    H5Tinsert(t, "config", HOFFSET(model_rec, config), vs);
+    H5Tclose(vs);
+    return t;
+}
+
+/* the on-disk layout of a table (runs: 1 /runs, 0 /sessions, 2 /models): /runs packed with
+ * int32 integer knobs, the others their memory type without padding */
 static hid_t file_type(int runs)
 {
-    if (runs) return runs_type(1);
-    hid_t mem = sessions_mem_type(), t = H5Tcopy(mem);
+    if (runs == 1) return runs_type(1);
+    hid_t mem = runs == 2 ? models_mem_type() : sessions_mem_type(), t = H5Tcopy(mem);
     H5Tclose(mem);
     H5Tpack(t);
     return t;
@@ -359,9 +393,10 @@ int cpb_results_check_hid(hid_t f, const char *path, int for_append, char *err, 
         rc = refuse(err, len, "%s is a cpbench results file of schema version %d, this cpbench writes version %d (cpbench "
                     "and paper/make_figures.py read files of every version together)", path, version,
                     CPB_RESULTS_SCHEMA_VERSION);
-    } else if (for_append && (table_matches(f, RUNS, 1) != 0 || table_matches(f, SESSIONS, 0) != 0)) {
-        rc = refuse(err, len, "%s says it is cpbench schema %d but its %s or %s table has another layout", path,
-                    version, RUNS, SESSIONS);
+    } else if (for_append && (table_matches(f, RUNS, 1) != 0 || table_matches(f, SESSIONS, 0) != 0 ||
+                              table_matches(f, MODELS, 2) != 0)) {
+        rc = refuse(err, len, "%s says it is cpbench schema %d but its %s, %s or %s table has another layout", path,
+                    version, RUNS, SESSIONS, MODELS);
     } else if (for_append) {
         tags_string(want_tags, sizeof want_tags);
         if (read_str_attr(runs, ATTR_TAGS, tags, sizeof tags) != 0 || strcmp(tags, want_tags) != 0)
@@ -659,8 +694,11 @@ static void close_handles(cpb_results *r)
     H5Eclear2(H5E_DEFAULT);
     if (r->runs >= 0) H5Dclose(r->runs);
     if (r->sessions >= 0) H5Dclose(r->sessions);
+    if (r->models >= 0) H5Dclose(r->models);
     if (r->runs_mem >= 0) H5Tclose(r->runs_mem);
     if (r->sessions_mem >= 0) H5Tclose(r->sessions_mem);
+    if (r->models_mem >= 0) H5Tclose(r->models_mem);
+    free(r->model_names);
     if (r->file >= 0) H5Fclose(r->file);
     free(r);
 }
@@ -687,7 +725,8 @@ static int create_in_place(cpb_results *r, const char *path, const cpb_provenanc
     } else {
         r->runs = create_table(r->file, RUNS, 1, RUNS_CHUNK);
         r->sessions = create_table(r->file, SESSIONS, 0, 8);
-        if (r->runs < 0 || r->sessions < 0 || write_file_attrs(r->file, r->runs, prov) != 0 ||
+        r->models = create_table(r->file, MODELS, 2, 8);
+        if (r->runs < 0 || r->sessions < 0 || r->models < 0 || write_file_attrs(r->file, r->runs, prov) != 0 ||
             H5Fflush(r->file, H5F_SCOPE_GLOBAL) < 0)
             rc = fail(err, len, "cannot create the tables of %s (disk full?)", path);
     }
@@ -699,19 +738,74 @@ static int create_in_place(cpb_results *r, const char *path, const cpb_provenanc
     if (rc == CPB_OK) { /* open it again by its own name: HDF5's messages name the file it opened */
         H5Dclose(r->runs);
         H5Dclose(r->sessions);
+        H5Dclose(r->models);
         H5Fclose(r->file);
         r->file = open_waiting(path, H5F_ACC_RDWR);
         r->runs = r->file >= 0 ? H5Dopen2(r->file, RUNS, H5P_DEFAULT) : -1;
         r->sessions = r->file >= 0 ? H5Dopen2(r->file, SESSIONS, H5P_DEFAULT) : -1;
-        if (r->runs < 0 || r->sessions < 0) rc = fail(err, len, "cannot open %s again after creating it", path);
+        r->models = r->file >= 0 ? H5Dopen2(r->file, MODELS, H5P_DEFAULT) : -1;
+        if (r->runs < 0 || r->sessions < 0 || r->models < 0)
+            rc = fail(err, len, "cannot open %s again after creating it", path);
     }
     if (*lost_race) { /* the other writer's file is there: append to it instead */
         H5Dclose(r->runs);
         H5Dclose(r->sessions);
+        H5Dclose(r->models);
         H5Fclose(r->file);
-        r->file = r->runs = r->sessions = -1;
+        r->file = r->runs = r->sessions = r->models = -1;
     }
     return rc;
+}
+
+/* the names /models holds, read once when the file is opened */
+static int load_model_names(cpb_results *r, char *err, size_t err_len)
+{
+    int64_t n = table_rows(r->models);
+    if (n < 0) return fail(err, err_len, "%s: %s is not a table", r->path, MODELS);
+    r->model_names = calloc((size_t)n + 1, sizeof *r->model_names);
+    if (!r->model_names) return fail_code(CPB_ERR_NOMEM_HOST, err, err_len, "out of host memory");
+    r->n_models = (int)n;
+    if (n == 0) return CPB_OK;
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof *r->model_names);
+    insert_str(t, "name", 0, sizeof *r->model_names);
+    herr_t rc = H5Dread(r->models, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, r->model_names);
+    H5Tclose(t);
+    for (int64_t i = 0; i < n; i++) r->model_names[i][sizeof *r->model_names - 1] = 0;
+    return rc < 0 ? fail(err, err_len, "cannot read the names of %s in %s", MODELS, r->path) : CPB_OK;
+}
+
+/* Before the first row naming model `name`: a row of /models describing it (a preset's
+ * fields, or a --model-config file's text and derived numbers); nothing for a shape
+ * without a model.  -1 with why when it cannot be written. */
+static int ensure_model(cpb_results *r, const char *name, char *why, size_t len)
+{
+    for (int i = 0; i < r->n_models; i++)
+        if (strcmp(r->model_names[i], name) == 0) return 0;
+    const cpb_model_spec *sp = cpb_model_spec_find(name);
+    cpb_problem p;
+    memset(&p, 0, sizeof p);
+    if (!sp || cpb_model_shape(name, &p) != CPB_OK) return 0;
+    model_rec m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.name, sizeof m.name, "%s", name);
+    snprintf(m.source, sizeof m.source, "%s", sp->source ? sp->source : "");
+    snprintf(m.model_type, sizeof m.model_type, "%s", sp->model_type ? sp->model_type : "");
+    m.layers = sp->layers;
+    m.ffn = sp->ffn;
+    m.vocab = sp->vocab;
+    cpb_model_param_count c;
+    cpb_model_params(&p, sp, &c);
+    m.params = c.total;
+    m.config = sp->config_text ? sp->config_text : "";
+    char (*names)[32] = realloc(r->model_names, (size_t)(r->n_models + 1) * sizeof *names);
+    if (!names) {
+        snprintf(why, len, "out of host memory");
+        return -1;
+    }
+    r->model_names = names;
+    if (append_one(r, r->models, r->models_mem, 8, &m, why, len) != 0) return -1;
+    snprintf(r->model_names[r->n_models++], sizeof *names, "%s", name);
+    return 0;
 }
 
 int cpb_results_open(const char *path, const cpb_provenance *prov, int force, cpb_results **out, char *err,
@@ -720,11 +814,12 @@ int cpb_results_open(const char *path, const cpb_provenance *prov, int force, cp
     *out = NULL;
     cpb_results *r = calloc(1, sizeof *r);
     if (!r) return fail_code(CPB_ERR_NOMEM_HOST, err, err_len, "out of host memory opening %s", path ? path : "");
-    r->file = r->runs = r->sessions = -1;
+    r->file = r->runs = r->sessions = r->models = -1;
     snprintf(r->path, sizeof r->path, "%s", path ? path : "");
     quiet_t q = quiet_begin();
     r->runs_mem = runs_type(0);
     r->sessions_mem = sessions_mem_type();
+    r->models_mem = models_mem_type();
     int rc = CPB_OK;
     /* a second writer creating the same file at once finds it created: then it appends */
     for (int attempt = 0; attempt < 3; attempt++) {
@@ -751,11 +846,14 @@ int cpb_results_open(const char *path, const cpb_provenance *prov, int force, cp
             } else if ((rc = cpb_results_check_hid(r->file, path, 1, err, err_len)) == CPB_OK) {
                 r->runs = H5Dopen2(r->file, RUNS, H5P_DEFAULT);
                 r->sessions = H5Dopen2(r->file, SESSIONS, H5P_DEFAULT);
-                if (r->runs < 0 || r->sessions < 0) rc = fail(err, err_len, "cannot open the tables of %s", path);
+                r->models = H5Dopen2(r->file, MODELS, H5P_DEFAULT);
+                if (r->runs < 0 || r->sessions < 0 || r->models < 0)
+                    rc = fail(err, err_len, "cannot open the tables of %s", path);
             }
         }
         break;
     }
+    if (rc == CPB_OK) rc = load_model_names(r, err, err_len);
     if (rc == CPB_OK) {
         r->session = (int32_t)table_rows(r->sessions);
         char why[512];
@@ -779,7 +877,10 @@ int cpb_results_append(cpb_results *f, cpb_row *row, char *err, size_t err_len)
     char why[640];
     int rc = CPB_OK;
     const int64_t before = table_rows(f->runs);
-    if (append_one(f, f->runs, f->runs_mem, RUNS_CHUNK, row, why, sizeof why) != 0)
+    if (ensure_model(f, row->model, why, sizeof why) != 0)
+        rc = fail(err, err_len, "cannot append a row to %s (%lld rows before it): recording its model %s in %s: %s",
+                  f->path, (long long)before, row->model, MODELS, why);
+    else if (append_one(f, f->runs, f->runs_mem, RUNS_CHUNK, row, why, sizeof why) != 0)
         rc = fail(err, err_len, "cannot append a row to %s (%lld rows before it): %s", f->path, (long long)before, why);
     quiet_end(q);
     return rc;

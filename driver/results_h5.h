@@ -21,6 +21,9 @@
  *
  * Each process that appends is a "session": a row of `/sessions` with its provenance
  * (command line, git commit, date, host, versions, GPU); every run row names its session.
+ * Each model a run row names (its model column) has a row of `/models`, written before the
+ * first run row that names it: the preset's source or the config.json's path and whole
+ * text, and the numbers derived from it (layers, MLP size, vocabulary, parameter count). 
  * The file's own attributes are the schema name and version plus the provenance of the
  * session that created it.  results/README.md documents every column.
  */
@@ -40,8 +43,8 @@ extern "C" {
 
 #define CPB_RESULTS_SCHEMA "cpbench-results"
 /* Bump when a column changes; files of another version are refused for appending (reading
- * converts by column name and works across versions).  Version 5: results/README.md. */
-#define CPB_RESULTS_SCHEMA_VERSION 6
+ * converts by column name and works across versions).  Version 7: results/README.md. */
+#define CPB_RESULTS_SCHEMA_VERSION 7
 
 typedef struct cpb_results cpb_results; /* an open results file */
 

@@ -18,12 +18,13 @@ extern "C" {
 #endif
 
 /* CPB_OK when f (named `name` in messages) is a cpbench results file: a schema attribute,
- * a /runs table; with for_append, also this schema version, /runs and /sessions of exactly
- * this layout and this build's at_peak_tags.  CPB_ERR_INVALID with a message otherwise. */
+ * a /runs table; with for_append, also this schema version, /runs, /sessions and /models of
+ * exactly this layout and this build's at_peak_tags.  CPB_ERR_INVALID with a message
+ * otherwise. */
 int cpb_results_check_hid(hid_t f, const char *name, int for_append, char *err, size_t err_len);
 
-/* a new copy of the stored type of /runs (runs 1) or /sessions (runs 0) as this build
- * writes it; H5Tclose it */
+/* a new copy of the stored type of /runs (runs 1), /sessions (runs 0) or /models (runs 2)
+ * as this build writes it; H5Tclose it */
 hid_t cpb_results_file_type(int runs);
 
 /* The rows of f's /runs, converted by column name (cpb_results_read's rules). */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "knobs.h"
+#include "model_scope.h"
 
 void cpb_row_set_str(char *dst, size_t len, const char *s)
 {
@@ -35,6 +36,7 @@ void cpb_row_point(cpb_row *r, const cpb_method *m, const cpb_problem *p, const 
     r->heads = p->H;
     r->kv_heads = p->G;
     r->head_dim = p->d;
+    cpb_model_spec_row(p, r); /* the model's columns (zeros for a shape without a model) */
     /* the method's knobs as asked (0 = the method's default), so that a sweep finds the
      * point again in the file whatever default the method resolves it to, and the driver's
      * knobs that belong to this kind of point */
@@ -95,13 +97,29 @@ void cpb_layer_model_flops(const cpb_problem *p, double *fwd, double *bwd)
     *bwd = 2.5 * attn_f + 2.0 * proj_f;
 }
 
-void cpb_row_rates(cpb_row *r, double flops)
+double cpb_layer_megatron_flops(const cpb_problem *p)
 {
-    r->tokens_per_s = r->tokens_per_s_per_gpu = r->tflops_per_gpu = 0;
+    double S = (double)p->S, D = (double)p->D, H = p->H, G = p->G, d = p->d;
+    /* Megatron-LM's standard_self_attn_term per token: 3 passes x 2 x (the q, k, v and o
+     * projections' parameters + S/2 keys x H d for each of Q K^T and P V) */
+    return 6.0 * S * (D * (H + 2.0 * G) * d + H * d * D) + 6.0 * S * S * H * d;
+}
+
+void cpb_row_rates(cpb_row *r, double flops, double flops_megatron)
+{
+    r->tokens_per_s = r->tokens_per_s_per_gpu = r->tflops_per_gpu = r->tflops_per_gpu_megatron = 0;
+    r->mfu_causal = r->mfu_megatron = 0;
     if (!(r->step_s > 0) || r->world_size <= 0) return;
     r->tokens_per_s = (double)r->seq_len / r->step_s;
     r->tokens_per_s_per_gpu = r->tokens_per_s / r->world_size;
+    /* per GPU: the step's model FLOPs over the GPUs and the step time, as Megatron-LM's
+     * training_log divides by elapsed time x world size */
     r->tflops_per_gpu = flops / r->world_size / r->step_s / 1e12;
+    r->tflops_per_gpu_megatron = flops_megatron / r->world_size / r->step_s / 1e12;
+    if (r->peak_tflops > 0) {
+        r->mfu_causal = r->tflops_per_gpu / r->peak_tflops;
+        r->mfu_megatron = r->tflops_per_gpu_megatron / r->peak_tflops;
+    }
 }
 
 static int same_choices(const cpb_row *a, const cpb_row *b)

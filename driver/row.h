@@ -52,6 +52,15 @@ extern "C" {
     I(heads, "H, query heads")                                                               \
     I(kv_heads, "G, key/value heads")                                                        \
     I(head_dim, "d")                                                                         \
+    I(model_layers, "the model's layers (its preset's or config.json's; 0: a shape without a model)") \
+    L(model_ffn, "the model's MLP intermediate size")                                        \
+    L(model_vocab, "the model's vocabulary")                                                 \
+    F(model_params, "the model's parameter count (results/README.md says what is counted)")  \
+    I(model_mlp_matrices, "3: gated MLP (gate, up, down: SwiGLU, GeGLU); 2: two-matrix MLP (up, down)") \
+    S(model_act, 24, "the MLP's activation (hidden_act)")                                   \
+    I(model_tied, "1: the LM head shares the embedding matrix")                              \
+    S(model_bias, 32, "linear layers with biases, comma-separated: q,k,v / o / mlp / head (\"\" none)") \
+    S(model_norm, 24, "norms: rmsnorm or layernorm (weight and bias) x per layer, +qk: q and k normed per head") \
     L(seed, "input seed (every method at a point gets the same inputs)")                     \
     I(warmup, "untimed warm-up steps")                                                       \
     I(iters, "timed steps (step time = median of the slowest rank)")                         \
@@ -74,7 +83,11 @@ extern "C" {
     F(bwd_s, "backward seconds")                                                             \
     F(tokens_per_s, "S / step_s")                                                            \
     F(tokens_per_s_per_gpu, "S / (step_s * C), the paper's metric")                          \
-    F(tflops_per_gpu, "model TFLOP/s per GPU (DESIGN section 6)")                            \
+    F(tflops_per_gpu, "model TFLOP/s per GPU, convention causal (results/README.md)")       \
+    F(peak_tflops, "the GPU profile's dense bf16 peak, TFLOP/s per GPU (0: none, cpu rows)") \
+    F(mfu_causal, "tflops_per_gpu / peak_tflops (0 without a peak)")                         \
+    F(tflops_per_gpu_megatron, "model TFLOP/s per GPU, convention megatron (results/README.md)") \
+    F(mfu_megatron, "tflops_per_gpu_megatron / peak_tflops (0 without a peak)")              \
     F(comm_bytes, "bytes sent by the busiest rank")                                          \
     F(pcie_bytes, "host<->device bytes of the busiest rank")                                 \
     F(y_norm, "fingerprint: L2 norm of y (0 on sim: no data; NaN when it could not be taken)") \
@@ -153,13 +166,18 @@ int cpb_row_code_of_status(const char *status);
 /* code, status and reason (the reason only when code is not CPB_OK) */
 void cpb_row_set_status(cpb_row *r, int code, const char *reason);
 
-/* Model FLOPs of one layer (DESIGN section 6): causal attention counts the lower
- * triangle, fwd 2*S*S*H*d, bwd 2.5x fwd; projections 2*S*D*(H+2G)*d + 2*S*H*d*D forward,
- * twice that backward. */
+/* Model FLOPs of one layer (DESIGN section 6), convention causal: causal attention counts
+ * the lower triangle, fwd 2*S*S*H*d, bwd 2.5x fwd; projections 2*S*D*(H+2G)*d + 2*S*H*d*D
+ * forward, twice that backward. */
 void cpb_layer_model_flops(const cpb_problem *p, double *fwd, double *bwd);
+/* The same layer's FLOPs (forward and backward), convention megatron: 6 x the projections'
+ * parameters x S + 6 S^2 H d (Megatron-LM's self-attention term of one layer). */
+double cpb_layer_megatron_flops(const cpb_problem *p);
 /* The throughput columns from step_s, seq_len and world_size, for `flops` model FLOPs per
- * step (the layer's, or the whole model's for scope model); zero when step_s is not > 0. */
-void cpb_row_rates(cpb_row *r, double flops);
+ * step under the causal convention and `flops_megatron` under the megatron one (the
+ * layer's, or the whole model's for scope model), and the MFUs against the row's
+ * peak_tflops (set it first; 0: MFUs 0); all zero when step_s is not > 0. */
+void cpb_row_rates(cpb_row *r, double flops, double flops_megatron);
 
 /* The point key, the one place it is defined: 1 when rows a and b describe the same trial:
  * method, model, backend, gpu, scope, dtype, world size, sequence length, shape, seed,

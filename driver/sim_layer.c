@@ -97,7 +97,7 @@ static void fill_times(cpb_row *r, const cpb_problem *p, const cpb_sim_timing *t
     r->replayed_ranks = t->replayed_ranks;
     double fwd, bwd;
     cpb_layer_model_flops(p, &fwd, &bwd);
-    cpb_row_rates(r, fwd + bwd);
+    cpb_row_rates(r, fwd + bwd, cpb_layer_megatron_flops(p));
 }
 
 /* The simulator keeps every rank's trace, so its memory grows with the world (about as C^2
@@ -278,6 +278,7 @@ int cpb_sim_layer(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts 
         cpb_row_set_status(row, rc, err);
         return rc;
     }
+    row->peak_tflops = prof.hw.peak_flops / 1e12; /* the profile's (calibrated) peak, for the MFUs */
     /* a method's refusal is a result, not bad input */
     if (cpb_method_refusal(m, p, err, sizeof err) != CPB_OK) {
         cpb_row_set_status(row, CPB_ERR_REFUSED, err);
@@ -308,6 +309,7 @@ int cpb_sim_layer(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts 
     record_ranks(&s);
     free(s.recorded);
     row->sym_op_diff = s.op_diff;
+    row->peak_tflops = prof.hw.peak_flops / 1e12;
     free(rk);
     if (row->code == CPB_OK) {
         cpb_sim_timing t;

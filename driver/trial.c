@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "attn_choice.h"
 #include "ranks.h"
@@ -220,14 +219,6 @@ static void close_phase(cpb_ctx *ctx, cpb_mem_stats *whole_dev, cpb_mem_stats *w
     *whole_host = h;
 }
 
-static double now_s(cpb_ctx *ctx)
-{
-    if (ctx->be->clock) return ctx->be->clock(ctx);
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* the method's forward (bwd 0) or backward inside its range "<name>/fwd|bwd" */
 static int run_phase(cpb_ctx *ctx, const cpb_method *m, cpb_layer *L, void *state, int bwd)
 {
@@ -275,22 +266,25 @@ int cpb_trial_step(cpb_ctx *ctx, const cpb_method *m, cpb_layer *L, cpb_row *r)
         cpb_row_set_status(r, rc, cpb_errmsg(ctx));
         return rc;
     }
-    double t0 = 0, t1 = 0, t2 = 0;
+    /* each phase is timed between two marks (cpb_time_mark): on the cuda backend events on
+     * the device, taken before the host's wait for the streams, so neither that wait's
+     * polling delay nor the host's gap between the phases is in a time */
+    enum { M_FWD0, M_FWD1, M_BWD0, M_BWD1 };
     int rc = cpb_range_push(ctx, "trial");
     if (rc == CPB_OK) rc = cpb_sync(ctx);
     /* every rank starts its clock together: a late rank's lateness is not a step's time
      * (every rank of a measured step arrives here, whatever its status, so none waits alone) */
     if (timed && cpb_world_size(ctx) > 1) cpb_agree_barrier();
+    if (rc == CPB_OK && timed) rc = cpb_time_mark(ctx, M_FWD0);
     if (rc == CPB_OK) {
-        t0 = now_s(ctx);
         phase_begin(&ctx->dev);
         phase_begin(&ctx->host);
         rc = cpb_range_push(ctx, "fwd");
     }
     if (rc == CPB_OK) rc = run_phase(ctx, m, L, state, 0);
     if (rc == CPB_OK) rc = cpb_range_pop(ctx);
+    if (rc == CPB_OK && timed) rc = cpb_time_mark(ctx, M_FWD1);
     if (rc == CPB_OK) rc = cpb_sync(ctx);
-    t1 = now_s(ctx);
     r->fwd_peak_bytes = phase_end(ctx, &r->fwd);
     close_phase(ctx, &whole_dev, &whole_host);
     ctx->dev = whole_dev;
@@ -298,17 +292,21 @@ int cpb_trial_step(cpb_ctx *ctx, const cpb_method *m, cpb_layer *L, cpb_row *r)
     if (rc == CPB_OK) {
         phase_begin(&ctx->dev);
         phase_begin(&ctx->host);
-        rc = cpb_range_push(ctx, "bwd");
+        if (timed) rc = cpb_time_mark(ctx, M_BWD0);
+        if (rc == CPB_OK) rc = cpb_range_push(ctx, "bwd");
         if (rc == CPB_OK) rc = run_phase(ctx, m, L, state, 1);
         if (rc == CPB_OK) rc = cpb_range_pop(ctx);
+        if (rc == CPB_OK && timed) rc = cpb_time_mark(ctx, M_BWD1);
         if (rc == CPB_OK) rc = cpb_sync(ctx);
-        t2 = now_s(ctx);
         r->bwd_peak_bytes = phase_end(ctx, &r->bwd);
         close_phase(ctx, &whole_dev, &whole_host);
         ctx->dev = whole_dev;
         ctx->host = whole_host;
     }
     free(state);
+    double fwd_s = 0, bwd_s = 0;
+    if (rc == CPB_OK && timed) rc = cpb_time_between(ctx, M_FWD0, M_FWD1, &fwd_s);
+    if (rc == CPB_OK && timed) rc = cpb_time_between(ctx, M_BWD0, M_BWD1, &bwd_s);
     if (rc == CPB_OK && ctx->range_depth != depth0 + 1)
         rc = cpb_fail(ctx, CPB_ERR_INVALID, "%s left %d range(s) open: every cpb_range_push needs its pop",
                       m->name, ctx->range_depth - depth0 - 1);
@@ -316,9 +314,9 @@ int cpb_trial_step(cpb_ctx *ctx, const cpb_method *m, cpb_layer *L, cpb_row *r)
     cpb_row_set_status(r, rc, cpb_errmsg(ctx)[0] ? cpb_errmsg(ctx) : cpb_status_name(rc));
     cpb_trial_memory(ctx, r);
     if (timed && rc == CPB_OK) {
-        r->fwd_s = t1 - t0;
-        r->bwd_s = t2 - t1;
-        r->step_s = t2 - t0;
+        r->fwd_s = fwd_s;
+        r->bwd_s = bwd_s;
+        r->step_s = fwd_s + bwd_s; /* a training step does not stop between its phases */
     }
     r->comm_bytes = ctx->comm_bytes - comm0;
     r->pcie_bytes = ctx->pcie_bytes - pcie0;

@@ -109,6 +109,8 @@ static const opt_def opts[] = {
     {"--cases", OPT_FILES, F(cases), F(n_cases), NULL, "FILE...", "verify: run the case files' lines for this world size", NONE, CMD(verify), BE_ALL, NULL},
     {"--results", OPT_FILES, F(results), F(n_results), NULL, "FILE...", "fingerprints: the results files to compare", NONE, CMD(fingerprints), BE_ALL, NULL},
     {"--expect-refuse", OPT_FLAG, F(expect_refuse), 0, NULL, NULL, "verify: a refusal passes, acceptance fails", NONE, CMD(verify), BE_ALL, NULL},
+    {"--format", OPT_NAME, F(format), CAP(format), "text|json|flat", "text|json|flat",
+     "list: for people (text), or for scripts: JSON, or its leaves as PATH<TAB>VALUE lines (flat)", NONE, CMD(list), BE_ALL, "json"},
 };
 #define NOPTS ((int)(sizeof opts / sizeof opts[0]))
 _Static_assert(NOPTS <= CPB_ARGS_MAX_OPTS, "raise CPB_ARGS_MAX_OPTS");

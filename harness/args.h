@@ -93,6 +93,8 @@ typedef struct cpb_args {
     int n_results;
     /* verify */
     int expect_refuse;       /* --expect-refuse */
+    /* list */
+    char format[8];          /* --format text|json|flat ("" = text) */
     int help;                /* --help / -h */
     unsigned char given[CPB_ARGS_MAX_OPTS]; /* option i of the table was given */
 } cpb_args;

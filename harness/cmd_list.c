@@ -1,4 +1,5 @@
-/* cmd_list.c — `cpbench list`: methods, model presets, backends compiled in. */
+/* cmd_list.c — `cpbench list`: methods, model presets, backends compiled in; as text for
+ * people, or (--format json|flat) for scripts (list_json.h). */
 #include <stdio.h>
 #include <string.h>
 
@@ -7,6 +8,7 @@
 #include "cpb_method.h"
 #include "cpb_presets.h"
 #include "knobs.h"
+#include "list_json.h"
 #include "model_scope.h"
 #include "registry.h"
 
@@ -36,9 +38,28 @@ static void backend_line(int i)
     printf("\n");
 }
 
+/* the machine forms: JSON, or its leaves one a line */
+static int list_for_scripts(const char *format)
+{
+    json_t *tree = cpb_list_json();
+    if (!tree) {
+        fprintf(stderr, "cpbench list: out of memory building the %s listing\n", format);
+        return 1;
+    }
+    int rc = strcmp(format, "json") == 0 ? json_dumpf(tree, stdout, JSON_INDENT(2))
+                                         : cpb_json_print_flat(tree, stdout);
+    if (rc == 0 && strcmp(format, "json") == 0 && putchar('\n') == EOF) rc = -1;
+    json_decref(tree);
+    if (rc != 0 || fflush(stdout) != 0) {
+        fprintf(stderr, "cpbench list: cannot write the %s listing to standard output\n", format);
+        return 1;
+    }
+    return 0;
+}
+
 int cpb_cmd_list(const cpb_cli *c)
 {
-    (void)c;
+    if (c->a.format[0] && strcmp(c->a.format, "text") != 0) return list_for_scripts(c->a.format);
     printf("Methods:\n");
     for (int i = 0; i < cpb_method_count(); i++) {
         const cpb_method *m = cpb_method_at(i);

@@ -155,6 +155,9 @@ static void print_header(const ctx *x, const cpb_plan *pl, double seconds)
     const cpb_problem *b = &x->o->base;
     printf("#   model %s (D %lld, H %d, G %d, d %d)%s%s on %d GPUs, %s", b->model, (long long)b->D, b->H, b->G, b->d,
            a->model_config ? " from " : "", a->model_config ? a->model_config : "", b->C, x->model ? "whole model" : "layer");
+    const cpb_model_spec *sp = x->model ? cpb_model_spec_find(b->model) : NULL;
+    char desc[256] = "";
+    if (sp) cpb_model_spec_describe(sp, desc, sizeof desc);
     if (x->o->max_context) {
         char s0[32], s1[32], st[32];
         tokens_label(s0, sizeof s0, pl->seq_start);
@@ -164,6 +167,9 @@ static void print_header(const ctx *x, const cpb_plan *pl, double seconds)
     } else {
         printf(", S = %lld (%s) tokens\n", (long long)b->S, S);
     }
+    if (sp) printf("#   layer: %s\n", desc);
+    printf("#   TFLOP/s c/m: model TFLOP/s per GPU, FLOPs counted as causal / as megatron; MFU c/m: their share of the "
+           "profile's %.0f TFLOP/s peak (results/README.md)\n", g->hw.peak_flops / 1e12);
     printf("#   %d candidates of %d methods (%d knob combinations refused), %d points simulated in %.1f s\n", pl->n,
            cpb_method_count(), pl->refused, pl->points, seconds);
     if (pl->refusals[0]) printf("#   not applicable: %s\n", pl->refusals);
@@ -172,8 +178,9 @@ static void print_header(const ctx *x, const cpb_plan *pl, double seconds)
 static void print_table(const ctx *x, const cpb_plan *pl)
 {
     const int mc = x->o->max_context;
-    printf("\n%4s  %-8s %-34s %s%9s %15s %9s %13s %9s  %s\n", "rank", "method", "knobs", mc ? "  context " : "",
-           "peak GiB", "headroom GiB", "host GiB", "tokens/s/GPU", "step s", mc ? "bound (limit)" : "bound");
+    printf("\n%4s  %-8s %-34s %s%9s %15s %9s %13s %9s %13s %11s  %s\n", "rank", "method", "knobs",
+           mc ? "  context " : "", "peak GiB", "headroom GiB", "host GiB", "tokens/s/GPU", "step s", "TFLOP/s c/m",
+           "MFU c/m %", mc ? "bound (limit)" : "bound");
     for (int k = 0; k < pl->n; k++) {
         const cpb_plan_cand *c = &pl->c[pl->order[k]];
         char bound[64], head[32], ctxs[24] = "";
@@ -190,13 +197,17 @@ static void print_table(const ctx *x, const cpb_plan *pl)
             }
         }
         const int ok = c->bound == CPB_BOUND_COMPUTE || c->bound == CPB_BOUND_COMM;
-        char t[24] = "-", st[24] = "-";
+        char t[24] = "-", st[24] = "-", tf[32] = "-", mfu[32] = "-";
         if (ok) {
             tps_text(c->row.tokens_per_s_per_gpu, t, sizeof t);
             snprintf(st, sizeof st, "%.3f", c->row.step_s);
+            /* model TFLOP/s per GPU and its utilisation of the peak, FLOPs counted as causal /
+             * as megatron (results/README.md) */
+            snprintf(tf, sizeof tf, "%.0f/%.0f", c->row.tflops_per_gpu, c->row.tflops_per_gpu_megatron);
+            snprintf(mfu, sizeof mfu, "%.1f/%.1f", 100 * c->row.mfu_causal, 100 * c->row.mfu_megatron);
         }
-        printf("%4d  %-8s %-34s %s%9.2f %15s %9.2f %13s %9s  %s%s\n", k + 1, c->m->name, knobs_or_dash(c), ctxs,
-               gib(c->need), head, gib(c->need_host), t, st, bound, c->frontier ? "  *" : "");
+        printf("%4d  %-8s %-34s %s%9.2f %15s %9.2f %13s %9s %13s %11s  %s%s\n", k + 1, c->m->name, knobs_or_dash(c),
+               ctxs, gib(c->need), head, gib(c->need_host), t, st, tf, mfu, bound, c->frontier ? "  *" : "");
         if (c->bound == CPB_BOUND_ERROR) printf("      error: %s\n", c->row.reason);
     }
     printf("(* on the Pareto frontier)\n");

@@ -24,6 +24,11 @@ void cpb_print_row(FILE *f, const cpb_row *row, const cpb_backend *be)
     fprintf(f, "%s on %s: %s, S = %lld, %d %s%s (backend %s, %s)\n", row->method, row->model, row->scope,
             (long long)row->seq_len, row->world_size, predicted ? "simulated " : "",
             row->world_size == 1 ? "rank" : "ranks", row->backend, row->gpu);
+    if (row->model_layers > 0)
+        fprintf(f, "model: %d layers, %.2fB parameters, %s MLP (%s), %s, biases: %s, %s\n", row->model_layers,
+                row->model_params / 1e9, row->model_mlp_matrices == 2 ? "two-matrix" : "gated", row->model_act,
+                row->model_tied ? "tied embeddings" : "untied embeddings", row->model_bias[0] ? row->model_bias : "none",
+                row->model_norm);
     fprintf(f, "status: %s%s%s\n", row->status, row->reason[0] ? " — " : "", row->reason);
     if (row->code != CPB_OK && row->code != CPB_ERR_OOM) return;
     fprintf(f, "memory (rank %d%s):\n", row->worst_rank, row->code == CPB_ERR_OOM ? ", up to the failed allocation" : "");
@@ -49,10 +54,17 @@ void cpb_print_row(FILE *f, const cpb_row *row, const cpb_backend *be)
             fprintf(f, "    %-10s %s  [%s]%s\n", cpb_tag_name(t), human((double)row->at_peak_bytes[t], b1, sizeof b1),
                     human((double)row->tag_peak[t], b2, sizeof b2), cpb_tag_is_fixed(t) ? "" : "  intermediate");
     if (row->code != CPB_OK) return;
-    fprintf(f, "time (%s):\n", predicted ? "predicted by the timing model" : "measured, median of the slowest rank");
+    if (predicted) fprintf(f, "time (predicted by the timing model):\n");
+    else fprintf(f, "time (measured on %s, median of the slowest rank):\n", cpb_backend_time_clock(be));
     fprintf(f, "  forward       %10.3f ms\n  backward      %10.3f ms\n  step          %10.3f ms\n", 1e3 * row->fwd_s,
             1e3 * row->bwd_s, 1e3 * row->step_s);
-    fprintf(f, "  tokens/s/GPU  %10.2f\n  TFLOP/s/GPU   %10.3f\n", row->tokens_per_s_per_gpu, row->tflops_per_gpu);
+    fprintf(f, "  tokens/s/GPU  %10.2f\n  TFLOP/s/GPU   %10.3f  (model FLOPs counted as causal; as megatron %.3f)\n",
+            row->tokens_per_s_per_gpu, row->tflops_per_gpu, row->tflops_per_gpu_megatron);
+    if (row->peak_tflops > 0)
+        fprintf(f, "  MFU           %9.1f%%  causal, %.1f%% megatron, of a %.0f TFLOP/s peak (results/README.md)\n",
+                100 * row->mfu_causal, 100 * row->mfu_megatron, row->peak_tflops);
+    else
+        fprintf(f, "  MFU                  -  (no GPU profile gives this device's peak)\n");
     if (predicted) {
         fprintf(f, "  busy per stream (slowest rank):\n");
         for (int s = 0; s < row->nstreams; s++)

@@ -122,20 +122,45 @@ static int64_t longest(const cpb_attn_args *a)
     return a->q.rows > a->k.rows ? a->q.rows : a->k.rows;
 }
 
+/* The bound, read from the pinned cudnn-frontend 1.32.0 (scripts/fetch-cudnn-frontend.sh;
+ * FE = .deps/cudnn-frontend/include/cudnn_frontend/node/scaled_dot_product_flash_attention.h,
+ * GI = .../cudnn_frontend/graph_interface.h) for the graphs attn_cudnn.cpp builds: dense
+ * tensors (no ragged offsets, no max_total_seq_len), no padding mask, no bias or dBias, no
+ * dropout, no alibi, is_deterministic_algorithm left false, d <= 128, cuDNN 9.0 or newer
+ * (attn_cudnn.cpp's load() refuses older).  docs/attention.md has the derivation.
+ *
+ * A plan's workspace is the engine's own plus the frontend's (GI:1398-1415, cudnn_ws +
+ * fe_workspace_size; the frontend's is the sum over the graph's nodes, node_interface.h:428).
+ * - Forward: both SDPA nodes take the frontend workspace of SDPANodeBase (FE:619-627), the
+ *   16-byte-aligned alibi slopes only: 0 bytes here.  Row max and sum stay inside the fused
+ *   kernel; the stats go to our lse.
+ * - Backward (CompositeSDPABackwardNode, FE:2378-2393): dQ_accum + dK_fullhead +
+ *   dV_fullhead + softmax_sum (+ padding-mask lengths), where
+ *     dQ_accum, fp32 [hq][sq][d] (FE:2280-2296), exists unless use_dp_workspace, which is
+ *       set only for cuDNN 8.9.5 up to 9.0 (FE:1762-1808), with dBias, or in deterministic
+ *       mode (FE:1842-1849; 1823-1840 is the deterministic Hopper opt-in): none of ours;
+ *     dK_fullhead, dV_fullhead (GQA only) are non-virtual, and sized, only for a ragged dK/dV
+ *       with max_total_seq_len_kv (FE:2128-2141, 2240-2254); dense, they are virtual and take
+ *       no workspace (FE:2143-2144, 2256-2257);
+ *     softmax_sum, fp32 [hq][sq] (FE:1919-1936);
+ *     two int32 lengths per batch when s_kv % 128 != 0 on cuDNN <= 9.15 (the frontend's
+ *       padding-mask workaround, FE:1466-1470 and 2388-2390): 8 bytes at batch 1.
+ * - The engine's own workspace (the backend plan's, get_cudnn_workspace_size_node) is not in
+ *   the frontend's sources: ENGINE_WS below is an assumption, not a derivation.
+ *   CPB_CUDNN_WS_LOG=1 prints what each plan really needs against this bound, and a plan
+ *   that needs more fails its call (status error, both numbers): never a silent overrun.
+ * Sized with L = max(sq, sk) where the frontend has sq, so that the ranks of a zigzag ring
+ * step, (s, s/2) on some and (s/2, s) on others, allocate alike (DESIGN section 3). */
+#define ENGINE_WS ((int64_t)1 << 20)
+
 int64_t cpb_attn_cudnn_workspace_bytes(const cpb_attn_args *a, int bwd)
 {
-    int64_t L = longest(a), hq = a->q.heads, hk = a->k.heads, d = a->q.dim;
-    const int64_t slack = (int64_t)1 << 20; /* engine-private scratch (semaphores, tile counters) */
-    if (!bwd) return slack + 2 * 4 * L * hq; /* row max and sum of the softmax */
-    /* backward, as cudnn-frontend's SDPA backward graph lays out its workspace: an fp32 dQ
-     * accumulator [hq][sq][d] (or, where the frontend picks it, a bf16 dP tile of up to
-     * 256 MiB instead), the softmax sum [hq][sq] fp32, and for GQA dK and dV per query head
-     * in bf16 [hq][sk][d] before they are summed over the group */
-    int64_t r64 = (L + 63) / 64 * 64, dp = 2 * hq * r64 * r64, dq_acc = 4 * L * hq * d;
-    if (dp > ((int64_t)256 << 20)) dp = (int64_t)256 << 20;
-    int64_t b = (dq_acc > dp ? dq_acc : dp) + 4 * L * hq + slack;
-    if (hq != hk) b += 2 * 2 * L * hq * d;
-    /* the cpu and sim backends compute in it what our kernels' workspace holds */
+    int64_t L = longest(a), hq = a->q.heads, d = a->q.dim;
+    if (!bwd) return ENGINE_WS;
+    int64_t dq_accum = 4 * hq * L * d, softmax_sum = 4 * hq * L, lengths = 2 * 4;
+    int64_t b = dq_accum + softmax_sum + lengths + ENGINE_WS;
+    /* the cpu and sim backends compute in it what our kernels' workspace holds (an fp32 dq
+     * and, without a given delta, its rows: never more than the two terms above) */
     int64_t own_ws = 4 * (a->q.rows * hq * d + (a->delta.buf ? 0 : a->q.rows * hq));
     return b > own_ws ? b : own_ws;
 }

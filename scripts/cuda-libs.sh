@@ -6,7 +6,11 @@
 #
 #   cuda-libs.sh            a table: library, soname, where it was found (or where it was looked for)
 #   cuda-libs.sh --path     the folders of the libraries found, colon-separated (for CPB_CUDA_LIB_PATH)
-#   cuda-libs.sh --cmake    CMake options to build against them (CUDAToolkit_ROOT, CPB_NCCL_ROOT)
+#   cuda-libs.sh --cmake    CMake options to build against them, one a line: CUDAToolkit_ROOT (the
+#                           first toolkit with nvcc, in the order below), CPB_NCCL_ROOT and
+#                           CPB_CUDNN_ROOT (the folder above the library's, when it has the
+#                           headers: a wheel's nvidia/nccl or nvidia/cudnn), so that a toolkit
+#                           without cudnn.h still builds cuDNN attention from the wheel's headers
 #
 # Exit 0 when cuBLAS, cuBLASLt and NCCL were all found; 1 otherwise (cuDNN is optional).
 set -u
@@ -15,7 +19,7 @@ case "${1:-}" in
   "") ;;
   --path) mode=path ;;
   --cmake) mode=cmake ;;
-  -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
   *) echo "usage: cuda-libs.sh [--path|--cmake]" >&2; exit 2 ;;
 esac
 
@@ -27,7 +31,7 @@ if [ -f "$here/../lib/cuda-sonames.txt" ]; then
   mapfile -t LIBS < <(grep -v '^#' "$here/../lib/cuda-sonames.txt")
 fi
 
-DIRS=() RULES=() EMPTY=()
+DIRS=() RULES=() EMPTY=() TOOLKITS=()
 add_dir() { # add_dir DIR RULE: existing folders, each once (by real path)
   local d
   [ -d "$1" ] || return 1
@@ -49,6 +53,7 @@ add_list() { # add_list VAR RULE
 }
 add_toolkit() {
   [ -n "${1:-}" ] || return 0
+  [ -x "$1/bin/nvcc" ] && TOOLKITS+=("$(cd "$1" && pwd -P)")
   add_dir "$1/lib64" "CUDA toolkit"; add_dir "$1/lib" "CUDA toolkit"
   for t in "$1"/targets/*/lib; do add_dir "$t" "CUDA toolkit"; done
   return 0
@@ -103,7 +108,7 @@ done
 # the dynamic linker's cache, last
 ldcache() { command -v ldconfig >/dev/null 2>&1 && ldconfig -p 2>/dev/null | awk -v s="$1" '$1 == s {print $NF; exit}'; }
 
-missing=0 found_dirs=() rows=()
+missing=0 found_dirs=() found_libs=() rows=()
 for entry in "${LIBS[@]}"; do
   read -r name soname required <<< "$entry"
   where="" rule=""
@@ -113,7 +118,7 @@ for entry in "${LIBS[@]}"; do
   if [ -z "$where" ]; then where=$(ldcache "$soname"); [ -n "$where" ] && rule="ld.so.cache"; fi
   if [ -n "$where" ]; then
     rows+=("$(printf '%-9s %-18s %s  (%s)' "$name" "$soname" "$where" "$rule")")
-    found_dirs+=("$(dirname "$where")")
+    found_dirs+=("$(dirname "$where")"); found_libs+=("$name $(dirname "$where")")
   else
     rows+=("$(printf '%-9s %-18s not found%s' "$name" "$soname" "$([ "$required" = 1 ] || echo ' (optional)')")")
     [ "$required" = 1 ] && missing=1
@@ -126,15 +131,14 @@ case $mode in
     for d in "${found_dirs[@]+"${found_dirs[@]}"}"; do case ":$out:" in *":$d:"*) ;; *) out="${out:+$out:}$d" ;; esac; done
     echo "$out" ;;
   cmake)
-    for entry in "${LIBS[@]}"; do
-      read -r name soname _ <<< "$entry"
-      for d in "${found_dirs[@]+"${found_dirs[@]}"}"; do
-        [ -f "$d/$soname" ] || continue
-        case $name in
-          NCCL) [ -f "$d/../include/nccl.h" ] && echo "-DCPB_NCCL_ROOT=$(cd "$d/.." && pwd)" ;;
-        esac
-        break
-      done
+    [ ${#TOOLKITS[@]} -gt 0 ] && echo "-DCUDAToolkit_ROOT=${TOOLKITS[0]}"
+    # each library's own folder (the one the loader takes), not the first that has its file
+    for entry in "${found_libs[@]+"${found_libs[@]}"}"; do
+      read -r name d <<< "$entry"
+      case $name in
+        NCCL) [ -f "$d/../include/nccl.h" ] && echo "-DCPB_NCCL_ROOT=$(cd "$d/.." && pwd)" ;;
+        cuDNN) [ -f "$d/../include/cudnn.h" ] && echo "-DCPB_CUDNN_ROOT=$(cd "$d/.." && pwd)" ;;
+      esac
     done ;;
   table)
     printf '%s\n' "${rows[@]}"

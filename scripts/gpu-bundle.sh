@@ -147,7 +147,9 @@ if echo "$LDD" | grep -Eq 'lib(cuda|cudart|cublas|cublasLt|nccl|cudnn)[.-]'; the
   echo "$LDD"; die "libexec/cpbench links a CUDA library"
 fi
 if echo "$LDD" | grep -q "not found"; then echo "$LDD"; die "libexec/cpbench needs a library the bundle lacks"; fi
-"$OUT/bin/cpbench" list > "$BUILD/list.txt" 2>&1 || { cat "$BUILD/list.txt"; die "the bundled cpbench does not start"; }
+# it starts, and gives the scripts' form of `cpbench list` (gpu-check.sh reads it)
+"$OUT/bin/cpbench" list --format flat > "$BUILD/list.flat" 2> "$BUILD/list.err" && grep -qx "schema.1" "$BUILD/list.flat" ||
+  { cat "$BUILD/list.flat" "$BUILD/list.err" | tail -20; die "the bundled cpbench does not start (cpbench list --format flat)"; }
 size_kib=$(du -sk "$OUT" | cut -f1)
 {
   echo "gpu-bundle made $(date -u +%Y-%m-%dT%H:%MZ) from commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with local changes)')"

@@ -142,9 +142,9 @@ for scope in layer model; do
   sim_sweep "llama3-8b-16gpu-$scope-grid" --model llama3-8b --gpus 16 --gpus-per-node 8 \
     --ulysses-degree 8 --scope $scope --seq-list $LIST,6M,7M --method usp,hupipe,upipe
 done
-# the longest contexts once more on our own attention kernels (--attn own): the claims report
-# sets these beside the cuDNN estimates, whose backward workspace is larger than the paper's
-# FlashAttention 3's (paper/claims.py)
+# the longest contexts once more on our own attention kernels (--attn own): where an estimate on
+# cuDNN's attention falls short of the paper, the claims report sets these beside it with what
+# the attention holds beyond our kernels (paper/claims.py)
 sim_sweep "llama3-8b-8gpu-model-max-attn-own" --model llama3-8b --gpus 8 --scope model --attn own \
   --seq-start 128K --seq-stop 8M --bisect $BISECT --method ulysses,ring,upipe
 sim_sweep "qwen3-32b-16gpu-model-max-attn-own" --model qwen3-32b --gpus 16 --gpus-per-node 8 \
@@ -185,7 +185,8 @@ if [ "$NGPU" -gt 0 ]; then
     > "$LOGS/verify-cuda.log" 2>&1 \
     || { tail -n 20 "$LOGS/verify-cuda.log" >&2; die "cuda verification failed (results/logs/verify-cuda.log); no GPU numbers were taken"; }
   for model in llama3-8b qwen3-32b; do
-    for m in $("$CPB" list | awk '/^Methods:/{f=1;next} /^$/{f=0} f{print $1}'); do
+    # the registry's methods, from the machine form of `cpbench list` (its text is for people)
+    for m in $("$CPB" list --format json | "$PY" -c 'import json, sys; print("\n".join(m["name"] for m in json.load(sys.stdin)["methods"]))'); do
       # the simulator's longest fit and first OOM for this method: the GPUs bracket there
       extra=$("$PY" - "$SIM_H5" "$model" "$C" "$m" "$PROFILE" <<'PYEOF'
 import sys, h5py

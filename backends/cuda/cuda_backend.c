@@ -158,6 +158,8 @@ static int cuda_init(cpb_ctx *ctx)
     CUDA_TRY(ctx, cudaDeviceGetAttribute(&pitch, cudaDevAttrMaxPitch, st->device));
     st->mem_pitch = (size_t)pitch;
     CPB_TRY(cuda_mem_init(ctx));
+    /* the device timer's events, with timing (the ordering events have none) */
+    for (int i = 0; i < CPB_TIME_MARKS; i++) CUDA_TRY(ctx, cudaEventCreateWithFlags(&st->tmark[i], cudaEventDefault));
 #ifdef CPB_HAVE_NVTX
     st->nvtx = nvtxDomainCreateA("cpbench");
 #endif
@@ -204,6 +206,10 @@ static void cuda_finalize(cpb_ctx *ctx)
     for (int s = 0; s < CPB_MAX_STREAMS; s++)
         for (int i = 0; i < CUDA_PROGRESS_EVENTS; i++)
             if (st->prog[s][i]) cudaEventDestroy(st->prog[s][i]);
+    for (int i = 0; i < CPB_TIME_MARKS; i++)
+        if (st->tmark[i]) cudaEventDestroy(st->tmark[i]);
+    for (int s = 0; s < CPB_MAX_STREAMS; s++)
+        if (st->tjoin[s]) cudaEventDestroy(st->tjoin[s]);
     free(st->events);
     cpb_cudnn_attn_shutdown();
     cuda_pinned_fini(ctx);
@@ -245,12 +251,15 @@ static int cuda_stream_create(cpb_ctx *ctx, int id, const char *name)
     (void)cublasSetWorkspace(st->blas[id], NULL, 0);
     cudaMemGetInfo(&free1, &total);
     cuda_mem_rebaseline(ctx, (int64_t)free0 - (int64_t)free1);
-    /* the watchdog's progress events (cuda_comm.c), made now rather than in a step */
+    /* the watchdog's progress events (cuda_comm.c) and the device timer's join event, made
+     * now rather than in a step */
     for (int i = 0; i < CUDA_PROGRESS_EVENTS; i++)
         CUDA_TRY(ctx, cudaEventCreateWithFlags(&st->prog[id][i], cudaEventDisableTiming));
+    CUDA_TRY(ctx, cudaEventCreateWithFlags(&st->tjoin[id], cudaEventDisableTiming));
     (void)name;
-    /* its NCCL communicators with the groups made so far */
-    return cuda_comm_stream_added(ctx, id);
+    /* no NCCL communicator yet: one is made for a group on this stream at the group's first
+     * collective here (cuda_comm.c) */
+    return CPB_OK;
 }
 
 /* The event of runtime id `ev`: slot ev - ev_base.  Slots are reused after every cuda_sync
@@ -308,6 +317,39 @@ static double cuda_clock(cpb_ctx *ctx)
     return wall_s() - cuda_st(ctx)->t0;
 }
 
+/* The device timer (cpb_time_mark).  A mark is a timing event on the compute stream after
+ * it waited for every other stream's work so far: one point after all of it, on one stream,
+ * so two marks' events compare on the same stream.  The wait adds no order a measured
+ * region lacks: marks are taken at a phase's start (after cpb_sync: every stream idle) and
+ * end (right before cpb_sync). */
+static int cuda_time_mark(cpb_ctx *ctx, int mark)
+{
+    cuda_state *st = cuda_st(ctx);
+    cudaStream_t compute = st->streams[CPB_STREAM_COMPUTE];
+    for (int s = 0; s < ctx->nstreams; s++) {
+        if (s == CPB_STREAM_COMPUTE || !st->streams[s]) continue;
+        CUDA_TRY(ctx, cudaEventRecord(st->tjoin[s], st->streams[s]));
+        CUDA_TRY(ctx, cudaStreamWaitEvent(compute, st->tjoin[s], 0));
+    }
+    CUDA_TRY(ctx, cudaEventRecord(st->tmark[mark], compute));
+    return CPB_OK;
+}
+
+static int cuda_time_elapsed(cpb_ctx *ctx, int from, int to, double *seconds)
+{
+    cuda_state *st = cuda_st(ctx);
+    float ms = 0;
+    cudaError_t e = cudaEventElapsedTime(&ms, st->tmark[from], st->tmark[to]);
+    if (e == cudaErrorNotReady) {
+        (void)cudaGetLastError();
+        return cpb_fail(ctx, CPB_ERR_INVALID, "cuda backend: time marks %d and %d are not both complete: read an "
+                        "interval after cpb_sync", from, to);
+    }
+    if (e != cudaSuccess) return cuda_fail(ctx, e, "cudaEventElapsedTime (a time mark not set?)");
+    *seconds = 1e-3 * (double)ms;
+    return CPB_OK;
+}
+
 /* ---------------------------------------------------------------- NVTX */
 
 static void cuda_range_push(cpb_ctx *ctx, const char *name)
@@ -358,11 +400,15 @@ static const cpb_backend cuda_backend = {
     .range_push = cuda_range_push,
     .range_pop = cuda_range_pop,
     .clock = cuda_clock,
+    .time_mark = cuda_time_mark,
+    .time_elapsed = cuda_time_elapsed,
+    .timer_name = "cuda events",
     .probe = cuda_probe,
     .device_info = cuda_device_info,
     .versions = cuda_versions,
     .mem_highwater = cuda_mem_highwater,
     .mem_highwater_reset = cuda_mem_highwater_reset,
+    .mem_trial = cuda_mem_trial,
     .set_attn_kernels = cuda_set_attn_kernels,
     .attn_cudnn = cuda_attn_cudnn,
     .attn_plan_stats = cpb_cudnn_attn_plan_stats,

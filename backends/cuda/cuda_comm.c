@@ -1,16 +1,21 @@
 /* cuda_comm.c — groups and collectives of the cuda backend.
  *
  * NCCL (default): one communicator per (group, stream), so collectives on different streams
- * never share (and serialize on) one.  They are made eagerly, in one fixed order on every
- * rank: when a group is made, one per existing stream (in stream order); when a stream is
- * made, one per existing group (in group order) — every rank makes its streams and groups
- * alike.  Before each, the members check that they all make the same one (same members,
- * same stream name), so a rank out of order fails with a message instead of being paired
- * with the wrong communicator.  The unique id is made by the group's first member and
- * broadcast over the group's MPI communicator.  The host's waits (cpb_sync) watch the
- * communicators: an asynchronous NCCL error, or no progress for CPB_CUDA_WATCHDOG_S
- * seconds (600 by default; 0 turns it off), aborts them all and fails, instead of hanging
- * on a dead peer.
+ * never share (and serialize on) one, and only for the streams that carry the group's
+ * collectives: NCCL's buffers take device memory per communicator, and a stream that only
+ * computes or copies needs none.  A communicator is made at the group's first collective on
+ * its stream, in a round that every member of the group joins at its own first use of a
+ * communicator it lacks: the members exchange the stream names they need, and all of them
+ * make the union, in name order.  So the members make the same communicators in the same
+ * order even when their first uses differ (rank 0 on stream "a" first, rank 1 on "b"), and
+ * every member ends a round with the same set.  Before each, the members check that they
+ * all make the same one (same members, same stream name), so a rank out of order fails with
+ * a message instead of being paired with the wrong communicator.  The unique id is made by
+ * the group's first member and broadcast over the group's MPI communicator.  The warm-up
+ * step of a measured trial makes them all (a step's collectives are the same every step),
+ * so none is made in a timed step.  The host's waits (cpb_sync) watch the communicators: an
+ * asynchronous NCCL error, or no progress for CPB_CUDA_WATCHDOG_S seconds (600 by default;
+ * 0 turns it off), aborts them all and fails, instead of hanging on a dead peer.
  *
  * --comm mpi: the stream is synchronized, the data staged through pinned host memory and
  * moved with MPI (bf16 reductions summed in fp32), then copied back.  Slow, but it lets
@@ -37,17 +42,14 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
     return h;
 }
 
-/* the communicator of (group g, stream): made by every member at once (module comment) */
-static int nccl_create(cpb_ctx *ctx, cpb_group *g, int stream)
+/* The communicator of (group g, stream), made by every member at once (module comment).
+ * stream < 0: this rank has no stream of that name; it still takes part in the key check,
+ * with a key no member has, so that every member fails instead of waiting for it. */
+static int nccl_create(cpb_ctx *ctx, cpb_group *g, int stream, const char *sname)
 {
-    cuda_state *st = cuda_st(ctx);
     cuda_group *cg = g->be;
-    if (st->comm_mpi || g->size == 1 || cg->nccl[stream]) return CPB_OK;
-    if (cg->mpi == MPI_COMM_NULL)
-        return cpb_fail(ctx, CPB_ERR_COMM, "cuda backend: a group of %d needs MPI to bootstrap NCCL (start with mpirun)",
-                        g->size);
-    const char *sname = ctx->stream_names[stream];
     uint64_t key = fnv(fnv(1469598103934665603ull, g->ranks, sizeof(int) * (size_t)g->size), sname, strlen(sname));
+    if (stream < 0) key = ~key;
     uint64_t *keys = malloc(sizeof *keys * (size_t)g->size);
     if (!keys) return cpb_fail(ctx, CPB_ERR_NOMEM_HOST, "cuda backend: out of host memory");
     int rc = MPI_Allgather(&key, 1, MPI_UINT64_T, keys, 1, MPI_UINT64_T, cg->mpi);
@@ -56,6 +58,11 @@ static int nccl_create(cpb_ctx *ctx, cpb_group *g, int stream)
         if (keys[i] != key) odd = i;
     free(keys);
     if (rc != MPI_SUCCESS) return cpb_fail(ctx, CPB_ERR_COMM, "cuda backend: MPI_Allgather of the NCCL communicator keys failed");
+    if (stream < 0)
+        return cpb_fail(ctx, CPB_ERR_COMM,
+                        "cuda backend: a member of group %d makes the NCCL communicator for stream '%s', which rank %d "
+                        "has not created: ranks must create streams and groups in the same order",
+                        g->id, sname, ctx->rank);
     if (odd >= 0)
         return cpb_fail(ctx, CPB_ERR_COMM,
                         "cuda backend: rank %d of group %d makes the NCCL communicator for stream '%s' while group member "
@@ -78,6 +85,51 @@ static int nccl_create(cpb_ctx *ctx, cpb_group *g, int stream)
     cudaMemGetInfo(&f1, &total);
     cuda_mem_rebaseline(ctx, (int64_t)f0 - (int64_t)f1);
     return CPB_OK;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+/* the communicator of (group g, stream) at its first use: a round of the group's members
+ * (module comment) */
+static int nccl_need(cpb_ctx *ctx, cpb_group *g, int stream)
+{
+    cuda_group *cg = g->be;
+    if (cg->nccl[stream]) return CPB_OK;
+    if (cg->aborted[stream])
+        return cpb_fail(ctx, CPB_ERR_COMM, "cuda backend: the NCCL communicator of group %d on stream '%s' was aborted "
+                        "after an earlier failure; the context cannot run collectives there again", g->id,
+                        ctx->stream_names[stream]);
+    if (cg->mpi == MPI_COMM_NULL)
+        return cpb_fail(ctx, CPB_ERR_COMM, "cuda backend: a group of %d needs MPI to bootstrap NCCL (start with mpirun)",
+                        g->size);
+    enum { NAME = sizeof ctx->stream_names[0] };
+    char *names = calloc((size_t)g->size, NAME);
+    if (!names) return cpb_fail(ctx, CPB_ERR_NOMEM_HOST, "cuda backend: out of host memory");
+    char mine[NAME];
+    memset(mine, 0, sizeof mine);
+    snprintf(mine, sizeof mine, "%s", ctx->stream_names[stream]);
+    int rc = MPI_Allgather(mine, NAME, MPI_CHAR, names, NAME, MPI_CHAR, cg->mpi);
+    if (rc != MPI_SUCCESS) {
+        free(names);
+        return cpb_fail(ctx, CPB_ERR_COMM, "cuda backend: MPI_Allgather of the streams that need NCCL communicators "
+                        "(group %d) failed", g->id);
+    }
+    qsort(names, (size_t)g->size, NAME, cmp_name);
+    int out = CPB_OK;
+    for (int i = 0; i < g->size && out == CPB_OK; i++) {
+        const char *n = names + (size_t)i * NAME;
+        if (i > 0 && strcmp(n, n - NAME) == 0) continue;
+        int s = -1;
+        for (int j = 0; j < ctx->nstreams; j++)
+            if (strcmp(ctx->stream_names[j], n) == 0) s = j;
+        if (s >= 0 && cg->nccl[s]) continue; /* members keep the same set: made in an earlier round by all */
+        out = nccl_create(ctx, g, s, n);
+    }
+    free(names);
+    return out;
 }
 #endif
 
@@ -107,21 +159,7 @@ int cuda_group_create(cpb_ctx *ctx, cpb_group *g)
             return cpb_fail(ctx, CPB_ERR_COMM, "cuda backend: creating the MPI communicator of group %d failed", g->id);
         }
     }
-    g->be = cg;
-#ifdef CPB_HAVE_NCCL
-    for (int s = 0; s < ctx->nstreams; s++) CPB_TRY(nccl_create(ctx, g, s));
-#endif
-    return CPB_OK;
-}
-
-int cuda_comm_stream_added(cpb_ctx *ctx, int stream)
-{
-#ifdef CPB_HAVE_NCCL
-    for (int i = 0; i < ctx->ngroups; i++)
-        if (ctx->groups[i] && ctx->groups[i]->be) CPB_TRY(nccl_create(ctx, ctx->groups[i], stream));
-#else
-    (void)ctx, (void)stream;
-#endif
+    g->be = cg; /* its NCCL communicators come at their first use (nccl_need) */
     return CPB_OK;
 }
 
@@ -185,11 +223,8 @@ static int nccl_fail(cpb_ctx *ctx, const cpb_coll *c, ncclResult_t r, const char
 
 static int nccl_comm(cpb_ctx *ctx, const cpb_coll *c, ncclComm_t *out)
 {
-    cuda_group *cg = c->g->be;
-    if (!cg->nccl[c->stream])
-        return cpb_fail(ctx, CPB_ERR_COMM, "%s: group %d has no NCCL communicator for stream '%s' (it was not made "
-                        "with the group or the stream, or was aborted)", c->name, c->g->id, ctx->stream_names[c->stream]);
-    *out = cg->nccl[c->stream];
+    CPB_TRY(nccl_need(ctx, c->g, c->stream));
+    *out = ((cuda_group *)c->g->be)->nccl[c->stream];
     return CPB_OK;
 }
 
@@ -368,6 +403,7 @@ static void abort_all(cpb_ctx *ctx)
             if (cg->nccl[s]) {
                 ncclCommAbort(cg->nccl[s]);
                 cg->nccl[s] = NULL;
+                cg->aborted[s] = 1;
             }
     }
 }

@@ -17,12 +17,14 @@
 #include "cpb_backend.h"
 
 /* per-group communicators: MPI for bootstrap and --comm mpi, NCCL per stream so collectives
- * on different streams never share (and serialize on) one communicator; made eagerly, when
- * the group or the stream is created (cuda_comm.c) */
+ * on different streams never share (and serialize on) one communicator; an NCCL one only
+ * for the streams that carry the group's collectives, made at their first use by every
+ * member together (cuda_comm.c) */
 typedef struct cuda_group {
     MPI_Comm mpi; /* MPI_COMM_NULL when the world is one process without MPI */
 #ifdef CPB_HAVE_NCCL
     ncclComm_t nccl[CPB_MAX_STREAMS];
+    unsigned char aborted[CPB_MAX_STREAMS]; /* ncclCommAbort'ed: never made again */
 #endif
 } cuda_group;
 
@@ -57,8 +59,13 @@ typedef struct cuda_state {
 #define CUDA_PROGRESS_EVENTS 32
     cudaEvent_t prog[CPB_MAX_STREAMS][CUDA_PROGRESS_EVENTS];
     unsigned prog_head[CPB_MAX_STREAMS], prog_tail[CPB_MAX_STREAMS];
-    cuda_pinned *pinned;                  /* pinned host blocks, reused across trials */
+    cuda_pinned *pinned;                  /* pinned host blocks, reused across steps */
     int npinned, pinned_cap;
+    int pinned_sealed;                    /* a timed step: a block the cache lacks is an error */
+    /* the device timer (cpb_time_mark): timing events made at start-up, never in a step;
+     * tjoin[s], recorded on stream s, lets a mark on the compute stream wait for s */
+    cudaEvent_t tmark[CPB_TIME_MARKS];
+    cudaEvent_t tjoin[CPB_MAX_STREAMS];
     int64_t total_mem;
     int64_t baseline_used; /* device bytes used outside the pool: CUDA/cuBLAS/NCCL start-up */
     int64_t used_high;     /* high-water of (used - baseline) */
@@ -99,6 +106,7 @@ static inline void *cuda_vptr(const cpb_view *v)
 int cuda_probe(char *why, size_t why_len);
 int cuda_mem_highwater(cpb_ctx *ctx, int64_t *reserved, int64_t *device_used);
 int cuda_mem_highwater_reset(cpb_ctx *ctx);
+int cuda_mem_trial(cpb_ctx *ctx, int phase);
 int cuda_print_device_props(int dev, FILE *out);
 /* the backend table with those hooks (cuda_backend.c): what the plugin's entry point hands
  * out (cuda_plugin.c) */
@@ -129,8 +137,6 @@ int cuda_download(cpb_ctx *ctx, cpb_view src, float *dst);
 int cuda_group_create(cpb_ctx *ctx, cpb_group *g);
 void cuda_group_destroy(cpb_ctx *ctx, cpb_group *g);
 int cuda_run_coll(cpb_ctx *ctx, const cpb_coll *c);
-/* a new stream's NCCL communicators with every group made so far (cuda_comm.c) */
-int cuda_comm_stream_added(cpb_ctx *ctx, int stream);
 /* the host waits for this context's streams while watching its NCCL communicators */
 int cuda_wait_streams(cpb_ctx *ctx);
 

@@ -1,11 +1,13 @@
 /* cuda_mem.c — device memory behind the tracked allocator: a stream-ordered CUDA memory
  * pool with no hidden cross-stream reuse, the reserved and device-used high-waters of
- * DESIGN section 3, pinned host buffers (kept across trials), and the pinned staging area
+ * DESIGN section 3, pinned host buffers (kept across steps), and the pinned staging area
  * of --comm mpi.
  *
  * Driver-level used memory is sampled when the high-waters are read and reset, not after
  * every allocation: within a trial it only grows (the pool keeps what it reserved, release
- * threshold unlimited), so its value at the end is the high-water. */
+ * threshold unlimited), so its value at the end is the high-water.  Between trials the
+ * pool is trimmed (cuda_mem_trial), so a trial's reserved bytes are its own, not the
+ * largest earlier trial's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,27 +92,63 @@ int cuda_mem_highwater(cpb_ctx *ctx, int64_t *reserved, int64_t *device_used)
 
 /* The trial starts here: the high-waters restart, and the baseline becomes everything the
  * device uses outside the pool now.  Called after the warm-up step, it takes in what NCCL
- * connected lazily (per communication pattern, at the first use) and cuBLAS set up. */
+ * connected lazily (its buffers, per communication pattern, at the first use) and cuBLAS
+ * and cuDNN set up.  What appeared outside the pool since the last baseline is not the
+ * tracked allocator's to use: a default capacity gives it up, so that the tracked
+ * allocator's OOM comes before the device's.  (Only on a GPU this rank has to itself: with
+ * --comm mpi the other ranks' pools on the same GPU are outside this one, and the default
+ * capacity already divided the GPU among them; NCCL, the memory meant here, needs a GPU
+ * per rank anyway.) */
 int cuda_mem_highwater_reset(cpb_ctx *ctx)
 {
     cuda_state *st = cuda_st(ctx);
     uint64_t zero = 0, reserved = 0; /* zero resets the high-water to the current reserved size */
     CUDA_TRY(ctx, cudaMemPoolSetAttribute(st->pool, cudaMemPoolAttrReservedMemHigh, &zero));
     CUDA_TRY(ctx, cudaMemPoolGetAttribute(st->pool, cudaMemPoolAttrReservedMemCurrent, &reserved));
-    st->baseline_used = used_now() - (int64_t)reserved;
+    int64_t base = used_now() - (int64_t)reserved;
+    if (st->gpu_sharers <= 1 && base > st->baseline_used) cuda_mem_rebaseline(ctx, base - st->baseline_used);
+    st->baseline_used = base;
     st->used_high = 0;
     cuda_mem_sample(ctx);
     return CPB_OK;
 }
 
+static void pinned_free_idle(cuda_state *st);
+
+/* A measured trial's phases (cpb_backend.h, mem_trial).  At its start every buffer of the
+ * previous trial has been freed on its stream: once those frees ran (the host waits for
+ * the streams, which the trim needs: a free the host has not seen complete may count as
+ * outstanding), the pool gives back what it kept, and the idle pinned blocks go (no step
+ * is in flight, so no cudaFreeHost waits on a collective).  After the warm-up steps the
+ * pinned cache is sealed: a timed step takes only blocks the warm-up left. */
+int cuda_mem_trial(cpb_ctx *ctx, int phase)
+{
+    cuda_state *st = cuda_st(ctx);
+    if (phase == CPB_MEM_TRIAL_TIMED) {
+        st->pinned_sealed = 1;
+        return CPB_OK;
+    }
+    st->pinned_sealed = 0;
+    CPB_TRY(cpb_sync(ctx));
+    /* keep nothing the trial has not asked for: allocations still outstanding stay anyway */
+    CUDA_TRY(ctx, cudaMemPoolTrimTo(st->pool, 0));
+    pinned_free_idle(st);
+    return CPB_OK;
+}
+
 /* ---------------------------------------------------------------- pinned host blocks */
 
-/* Pinned memory is kept across trials, like PyTorch's pinned-memory allocator: the first
+/* Pinned memory is kept across steps, like PyTorch's pinned-memory allocator: the first
  * (warm-up) step allocates it, later steps take the same blocks again, so no
- * cudaMallocHost / cudaFreeHost (a device synchronization, seconds for many GiB) falls in a
- * measured step.  A released block waits for its free stream's work with an event; the
- * first use of the block on each stream waits on that event (cuda_ready).  The tracked
- * host_peak_bytes is the front-end's, unchanged. */
+ * cudaMallocHost / cudaFreeHost falls in a measured step.  Both synchronise the device
+ * (cudaFreeHost waits for it; a page-locked allocation is an implicit synchronisation,
+ * CUDA C Programming Guide), and called while a peer's NCCL kernel waits for this rank they
+ * can deadlock the job (NCCL documents such calls as a deadlock risk).  So: idle blocks are
+ * freed only between trials (cuda_mem_trial), never to make room mid-step, and once the
+ * warm-up has filled the cache a timed step that misses it fails, naming the size.  A
+ * released block waits for its free stream's work with an event; the first use of the
+ * block on each stream waits on that event (cuda_ready).  The tracked host_peak_bytes is
+ * the front-end's, unchanged. */
 static size_t pinned_size(int64_t bytes)
 {
     size_t g = (size_t)1 << 16;
@@ -135,16 +173,17 @@ static int pinned_take(cpb_ctx *ctx, cpb_buf *buf)
             buf->ptr = st->pinned[i].p;
             return CPB_OK;
         }
-    /* a size no idle block has (a new shape): the idle blocks go, then a new one */
-    for (int i = 0; i < st->npinned;) {
-        if (st->pinned[i].in_use) {
-            i++;
-            continue;
-        }
-        cudaFreeHost(st->pinned[i].p);
-        cudaEventDestroy(st->pinned[i].done);
-        st->pinned[i] = st->pinned[--st->npinned];
+    if (st->pinned_sealed) {
+        buf->ptr = NULL;
+        return cpb_fail(ctx, CPB_ERR_BACKEND,
+                        "cuda backend: a timed step needs a pinned host block of %lld bytes (%.3f GiB) for '%s' that "
+                        "the warm-up step did not leave in the pinned cache; allocating it here (cudaMallocHost) "
+                        "would synchronise the device while a peer's NCCL kernel may wait on this rank: a method "
+                        "must allocate the same host buffers in every step",
+                        (long long)want, want / 1073741824.0, buf->name);
     }
+    /* a size no idle block has (a new shape): a new block; idle ones of other sizes stay
+     * until the trial ends (freeing them here would synchronise the device mid-step) */
     if (st->npinned == st->pinned_cap) {
         int cap = st->pinned_cap ? 2 * st->pinned_cap : 16;
         cuda_pinned *np = realloc(st->pinned, sizeof *np * (size_t)cap);
@@ -170,6 +209,20 @@ static int pinned_take(cpb_ctx *ctx, cpb_buf *buf)
     st->npinned++;
     buf->ptr = b->p;
     return CPB_OK;
+}
+
+/* between trials: the blocks no buffer holds go back to the system */
+static void pinned_free_idle(cuda_state *st)
+{
+    for (int i = 0; i < st->npinned;) {
+        if (st->pinned[i].in_use) {
+            i++;
+            continue;
+        }
+        cudaFreeHost(st->pinned[i].p);
+        cudaEventDestroy(st->pinned[i].done);
+        st->pinned[i] = st->pinned[--st->npinned];
+    }
 }
 
 void cuda_pinned_fini(cpb_ctx *ctx)

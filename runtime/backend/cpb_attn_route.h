@@ -58,7 +58,10 @@ void cpb_attn_route_call(const cpb_attn_args *a, int bwd, cpb_attn_choice choice
 
 /* Bytes of cuDNN's workspace the front-end allocates (tag workspace) for a call it routes
  * to cuDNN: a declared bound, so the cpu and sim backends track the bytes the cuda backend
- * uses; the cuda backend fails (status error) when a plan needs more.  Sized with
+ * uses; the cuda backend fails (status error) when a plan needs more.  As cudnn-frontend
+ * 1.32 sizes it for our dense graphs (attn_route.c cites the lines): the engine's own
+ * workspace (an assumed 1 MiB) forward; backward also the fp32 dQ accumulator [hq][L][d],
+ * the fp32 softmax sum [hq][L] and 8 bytes of sequence lengths.  Sized with
  * L = max(sq, sk) for both lengths, so the ranks of a zigzag ring step (whose shapes are
  * (s, s/2) on some ranks and (s/2, s) on others) allocate alike. */
 int64_t cpb_attn_cudnn_workspace_bytes(const cpb_attn_args *a, int bwd);

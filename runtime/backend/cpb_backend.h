@@ -140,6 +140,14 @@ typedef struct cpb_backend {
     void (*range_pop)(cpb_ctx *ctx);
     /* seconds on the backend's clock, after cpb_sync (NULL: the wall clock) */
     double (*clock)(cpb_ctx *ctx);
+    /* a device timer (cpb_time_mark below; NULL: none, the clock after cpb_sync stands in):
+     * time_mark sets mark `mark` (0 <= mark < CPB_TIME_MARKS) at the point after all work
+     * enqueued so far on every stream, without waiting; time_elapsed gives the seconds
+     * between two marks once both are complete (after cpb_sync); timer_name names the clock
+     * for outputs ("cuda events") */
+    int (*time_mark)(cpb_ctx *ctx, int mark);
+    int (*time_elapsed)(cpb_ctx *ctx, int from, int to, double *seconds);
+    const char *timer_name;
     /* devices this process can use, before any context exists; 0 with the reason in why
      * when there is none (never fails hard) */
     int (*probe)(char *why, size_t why_len);
@@ -151,6 +159,15 @@ typedef struct cpb_backend {
      * the last reset */
     int (*mem_highwater)(cpb_ctx *ctx, int64_t *reserved, int64_t *device_used);
     int (*mem_highwater_reset)(cpb_ctx *ctx);
+    /* a measured trial's phases, for a backend that caches memory across steps and trials
+     * (driver/measured.c; call before mem_highwater_reset):
+     *   CPB_MEM_TRIAL_START, before the trial's setup, the previous trial's buffers freed:
+     *     what the caches kept for earlier trials goes back (cuda: the pool is trimmed, idle
+     *     pinned blocks freed), so that this trial's reserved bytes are its own;
+     *   CPB_MEM_TRIAL_TIMED, after the warm-up steps: they filled the caches (and connected
+     *     the libraries), so a timed step that would have to grow a cache with a
+     *     device-synchronising call fails instead */
+    int (*mem_trial)(cpb_ctx *ctx, int phase);
     /* which of our attention kernels run: "auto" (the fastest that applies) or "generic" */
     int (*set_attn_kernels)(cpb_ctx *ctx, const char *which);
     /* cuDNN attention: 1 when the backend has it, else 0 with the reason in why ("not
@@ -169,7 +186,11 @@ typedef struct cpb_backend {
 
 /* Bump when cpb_backend, cpb_op, cpb_coll, cpb_ctx or cpb_ctx_opts change layout: a
  * backend built separately (a plugin) must be built against the same. */
-#define CPB_BACKEND_ABI_VERSION 6
+#define CPB_BACKEND_ABI_VERSION 7
+
+enum { CPB_MEM_TRIAL_START, CPB_MEM_TRIAL_TIMED };
+/* marks of the device timer (time_mark, cpb_time_mark) */
+#define CPB_TIME_MARKS 64
 
 #define CPB_MAX_GROUPS 64
 #define CPB_RANGE_LEN 512
@@ -219,6 +240,8 @@ struct cpb_ctx {
     int attn_cudnn_present;
     char attn_cudnn_why[256];
     cpb_attn_usage attn_usage;
+    /* cpb_time_mark without a device timer: each mark's clock reading */
+    double time_marks[CPB_TIME_MARKS];
 };
 
 /* context life cycle (harness): a context of backend `be` */
@@ -233,6 +256,18 @@ void cpb_ctx_set_attn(cpb_ctx *ctx, cpb_attn_choice c);
 void cpb_free_all(cpb_ctx *ctx);
 /* reset high-water marks and counters to the current live state (start of a trial) */
 void cpb_reset_stats(cpb_ctx *ctx);
+
+/* Timed intervals (the measured steps, bench-kernels).  cpb_time_mark(ctx, i) sets mark i
+ * (0 <= i < CPB_TIME_MARKS) at the point after all work enqueued so far on every stream;
+ * cpb_time_between(ctx, i, j, &s), after cpb_sync, gives the seconds from mark i to mark j.
+ * With the backend's device timer (cuda: events with timing) a mark does not wait, and the
+ * interval is the device's time between the two points: no host wait, no polling delay.
+ * Without one, a mark is cpb_sync then the backend's clock (or the wall clock).
+ * cpb_time_clock names the clock in use, for outputs. */
+int cpb_time_mark(cpb_ctx *ctx, int mark);
+int cpb_time_between(cpb_ctx *ctx, int from, int to, double *seconds);
+const char *cpb_time_clock(const cpb_ctx *ctx);
+const char *cpb_backend_time_clock(const cpb_backend *be);
 
 #ifdef __cplusplus
 }

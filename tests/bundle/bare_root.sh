@@ -2,7 +2,8 @@
 # bare_root.sh — proves gpu-bundle/ complete: from the bundle alone, in a minimal Debian root
 # (debootstrap --variant=minbase bookworm: none of the project's packages), as root, with no
 # network and a clean environment:
-#   A. no CUDA library at all: `bin/cpbench list`; `bin/mpirun -np 4 bin/cpbench verify
+#   A. no CUDA library at all: `bin/cpbench list` (for people, and --format flat: the
+#      fields the scripts read); `bin/mpirun -np 4 bin/cpbench verify
 #      --backend cpu --method all --model tiny --seq 192`; `gpu-check.sh --dry-run`; the cuda
 #      backend refuses (exit 2), naming the library it lacks and where it looked;
 #   B. this machine's CUDA toolkit libraries at /usr/local/cuda/lib64 (a GPU machine's
@@ -84,7 +85,11 @@ cd /
 B=/gpu-bundle/bin
 case $1 in
 A)
-  expect 0 "cannot load the plugin .*libcublas.so.13 \(needed by .*was not found. looked" "A: cpbench list (no CUDA library)" -- $B/cpbench list
+  expect 0 "^Methods:" "A: cpbench list (for people)" -- $B/cpbench list
+  # the scripts' form: PATH<TAB>VALUE lines (harness/list_json.h)
+  expect 0 "^backends\.cuda\.description.compiled in. cannot load the plugin .*libcublas.so.13 \(needed by .*was not found. looked" \
+    "A: cpbench list --format flat (no CUDA library)" -- $B/cpbench list --format flat
+  expect 0 "^backends\.cuda\.present.false$" "A: cpbench list --format flat: cuda not present" -- $B/cpbench list --format flat
   expect 0 "hupipe: PASS" "A: mpirun -np 4 cpbench verify --backend cpu --method all --model tiny --seq 192" -- \
     bash -c "$B/mpirun -np 4 $B/cpbench verify --backend cpu --method all --model tiny --seq 192 > /results/verify.txt 2>&1; rc=\$?; cat /results/verify.txt; [ \$(grep -c ': PASS\$' /results/verify.txt) -eq 9 ] && ! grep -q FAIL /results/verify.txt && exit \$rc; exit 1"
   expect 0 "result: every step passed" "A: gpu-check.sh --dry-run" -- /gpu-bundle/gpu-check.sh --dry-run --log-dir /results/gpu-check-A
@@ -102,8 +107,9 @@ A)
   expect 2 "hidden_size" "A: a bad config.json is refused (exit 2)" -- \
     $B/cpbench run --backend sim --method ulysses --model-config /results/bad-config.json --gpus 8 --seq 1M ;;
 B)
-  expect 0 "plugin /gpu-bundle/lib/libcpb_cuda.so loaded. .*cuBLAS from /usr/local/cuda/lib64/libcublas.so.13.*NCCL from /usr/local/cuda/lib64/libnccl.so.2.*no usable device" \
-    "B: cpbench list (toolkit at /usr/local/cuda)" -- $B/cpbench list
+  expect 0 "^backends\.cuda\.description.compiled in. plugin /gpu-bundle/lib/libcpb_cuda.so loaded. .*cuBLAS from /usr/local/cuda/lib64/libcublas.so.13.*NCCL from /usr/local/cuda/lib64/libnccl.so.2" \
+    "B: cpbench list --format flat (toolkit at /usr/local/cuda)" -- $B/cpbench list --format flat
+  expect 0 "^backends\.cuda\.devices.0$" "B: cpbench list --format flat: no device" -- $B/cpbench list --format flat
   expect 2 "cuda backend: no GPU present" "B: cpbench run --backend cuda refuses: no GPU (exit 2)" -- \
     $B/cpbench run --backend cuda --method ulysses --model tiny --seq 64
   expect 2 "no NVIDIA driver" "B: cpbench verify --backend cuda refuses: no GPU (exit 2)" -- \
@@ -114,9 +120,10 @@ C)
   W=/opt/venv/lib/python3.12/site-packages/nvidia/cu13/lib
   expect 0 "cuBLAS +libcublas.so.13 +$W/libcublas.so.13 +\(python3 site-packages\)" "C: cuda-libs finds a wheel's libraries" -- \
     env PATH=/opt/venv/bin:/usr/bin:/bin $B/cuda-libs
-  expect 0 "cuBLAS from $W/libcublas.so.13" "C: cpbench list loads a wheel's libraries" -- env PATH=/opt/venv/bin:/usr/bin:/bin $B/cpbench list
-  expect 0 "cuBLAS from $W/libcublas.so.13" "C: the loader alone finds them (venv on PATH, no finder)" -- \
-    env PATH=/opt/venv/bin:/usr/bin:/bin CPB_CUDA_LIB_PATH= $B/cpbench list ;;
+  expect 0 "^backends\.cuda\.description.*cuBLAS from $W/libcublas.so.13" "C: cpbench list loads a wheel's libraries" -- \
+    env PATH=/opt/venv/bin:/usr/bin:/bin $B/cpbench list --format flat
+  expect 0 "^backends\.cuda\.description.*cuBLAS from $W/libcublas.so.13" "C: the loader alone finds them (venv on PATH, no finder)" -- \
+    env PATH=/opt/venv/bin:/usr/bin:/bin CPB_CUDA_LIB_PATH= $B/cpbench list --format flat ;;
 esac
 echo "bare root $1: $passes passed, $fails failed"
 [ "$fails" -eq 0 ]

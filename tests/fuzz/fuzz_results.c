@@ -6,7 +6,7 @@
  * cpbench does with it (results_h5_check.h), not libhdf5's parsing of corrupt bytes.  The
  * description (every field read from the input in turn, zeros past its end):
  *   flags byte: 1 schema attribute, 2 it is variable-length, 4 version attribute, 8 /runs,
- *     16 /sessions of this build's layout, 32 at_peak_tags on /runs, 64 /runs is 2-D,
+ *     16 /sessions and /models of this build's layout, 32 at_peak_tags on /runs, 64 /runs is 2-D,
  *     128 /runs has this build's exact layout (else the members below)
  *   schema text: a length byte (< 64) and the bytes
  *   version: 4 bytes, little-endian int32; a byte: 1 = stored as a 2-element array
@@ -146,12 +146,12 @@ static void build(hid_t f, input *in)
         bytes(in, tags, len);
         tags[len] = 0;
     }
-    if (flags & 16) {
-        hid_t t = cpb_results_file_type(0);
+    for (int table = 0; (flags & 16) && table < 2; table++) { /* /sessions, /models */
+        hid_t t = cpb_results_file_type(table ? 2 : 0);
         hsize_t z = 0, mx = H5S_UNLIMITED, chunk = 8;
         hid_t sp = H5Screate_simple(1, &z, &mx), dcpl = H5Pcreate(H5P_DATASET_CREATE);
         H5Pset_chunk(dcpl, 1, &chunk);
-        hid_t d = H5Dcreate2(f, "/sessions", t, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+        hid_t d = H5Dcreate2(f, table ? "/models" : "/sessions", t, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
         if (d >= 0) H5Dclose(d);
         H5Pclose(dcpl);
         H5Sclose(sp);

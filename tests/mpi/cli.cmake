@@ -82,6 +82,22 @@ cpb_cli_test(model_config_run_model_scope ${CPB_EXPECT} 0 - "upipe on Qwen3-32B~
   --scope model --seq-stop 1M)
 cpb_cli_test(model_config_multimodal ${CPB_EXPECT} 0 - "ulysses on Mistral-Small-3.1-24B~" --
   ${CPBENCH} run --backend sim --method ulysses --model-config ${CPB_HF}/Mistral-Small-3.1-24B.json --gpus 8 --seq 1M)
+# a model the estimate cannot describe is refused (exit 2), the field named, before anything
+# runs or is written: a mixture of experts, sliding-window attention, latent attention
+cpb_cli_refusal(model_config_moe "not modelled, refused: num_local_experts = 8, num_experts_per_tok = 2: a mixture of experts"
+  ${CPBENCH} run --backend sim --method ulysses --model-config ${CPB_HF}/refused/Mixtral-8x7B-v0.1.json --gpus 8
+  --seq 1M --scope model --out ${CPB_CLI_DUMP})
+cpb_cli_refusal(model_config_sliding_window "not modelled, refused: sliding_window = 4096"
+  ${CPBENCH} plan --model-config ${CPB_HF}/refused/Mistral-7B-v0.1.json --gpus 8 --seq 1M --out ${CPB_CLI_DUMP})
+cpb_cli_refusal(model_config_latent_attention "kv_lora_rank = 512, q_lora_rank = 1536: multi-head latent attention"
+  ${CPBENCH} sweep --backend sim --method ulysses --model-config ${CPB_HF}/refused/DeepSeek-V3.json --gpus 8
+  --seq-list 1M --out ${CPB_CLI_DUMP})
+# a two-matrix GELU MLP with biases (Phi-2) is modelled and stated in the header; the step's
+# MFU under both conventions
+cpb_cli_test(model_config_two_matrix_mlp ${CPB_EXPECT} 0 - "^model: two-matrix MLP \\(up, down. gelu_new\\), embeddings untied, biases: q,k,v,o,mlp,head, LayerNorm x1" --
+  ${CPBENCH} run --backend sim --method ulysses --model-config ${CPB_HF}/Phi-2.json --gpus 8 --seq 256K --scope model)
+cpb_cli_test(model_mfu ${CPB_EXPECT} 0 - "MFU of the 989 TFLOP/s peak: [0-9.]+% causal \\([0-9.]+ TFLOP/s\\), [0-9.]+% megatron" --
+  ${CPBENCH} run --backend sim --method ulysses --model llama3-8b --gpus 8 --seq 1M --scope model)
 # plan: bad input exits 2 before any search
 cpb_cli_refusal(plan_bad_config "num_key_value_heads: expected a divisor of num_attention_heads"
   ${CPBENCH} plan --model-config ${CPB_HF}/bad/kv-heads-not-divisor.json --gpus 8 --seq 1M --out ${CPB_CLI_DUMP})

@@ -58,24 +58,34 @@ cpb_standin_test(standin_verify_comm_mpi 4 COMMAND sh -c
 # a short sweep with --out: measured rows through the results file, read back with h5py
 cpb_standin_test(standin_sweep 0 COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/mpi/standin_sweep.sh ${MPIEXEC_EXECUTABLE}
                  ${CPBENCH} ${CMAKE_CURRENT_BINARY_DIR}/standin_sweep.h5)
+# two trials in one process, the smaller after the larger: each row's reserved bytes are its
+# own (the pool is trimmed between trials), equal to the same trial's alone
+cpb_standin_test(standin_reserved_per_trial 0 COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/mpi/standin_reserved.sh
+                 ${MPIEXEC_EXECUTABLE} ${CPBENCH} ${CMAKE_CURRENT_BINARY_DIR}/standin_reserved)
 
 # Defects fixed in the backend, checked through the stand-in's call statistics
 # (standin_stats.py; trial 1 is the warm-up step): after the warm-up, a step allocates and
 # frees no pinned memory, creates no events, reads no driver memory counters, waits on no
 # stream with cudaStreamSynchronize and makes no communicators; collectives run on a stream
-# of the greatest priority.
+# of the greatest priority; NCCL communicators exist only for the streams that carry
+# collectives (offload and fpdt communicate on the compute stream only, though they make
+# 2 and 3 streams: one communicator per rank; ring on its comm stream, and its set-up on
+# the compute stream: two), and each timed step's two phases are read from events.
 set(CPB_SD_STATS /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/mpi/standin_stats.py)
 foreach(m offload fpdt ring)
   set(extra "calls('cudaStreamCreate*') > 0")
   if(m STREQUAL "ring")
     set(extra "value('stream priority', -5) >= 2")
+    set(comms 4)
   else()
     set(extra "calls('cudaMallocHost') > 0")
+    set(comms 2)
   endif()
   cpb_standin_test(standin_steps_${m} 0 COMMAND ${CPB_SD_STATS} ${CMAKE_CURRENT_BINARY_DIR}/standin_steps_${m}
     "trials() == 3" "calls('cudaMallocHost', 2) == 0" "calls('cudaFreeHost', 2) == 0"
     "calls('cudaEventCreate*', 2) == 0" "calls('cudaMemGetInfo', 2) == 0" "calls('cudaStreamSynchronize', 2) == 0"
-    "calls('ncclCommInitRank', 2) == 0" "${extra}" --
+    "calls('ncclCommInitRank', 2) == 0" "calls('ncclCommInitRank') == ${comms}"
+    "calls('cudaEventElapsedTime', 2) == 8" "${extra}" --
     ${CPB_SD_MPIRUN} 2 ${CPB_SD_MPIFLAGS} ${CPBENCH} run --backend cuda --method ${m} --model tiny --seq 128
     --warmup 1 --iters 2)
 endforeach()
@@ -102,11 +112,18 @@ cpb_standin_test(standin_nccl_watchdog 0 ENV CPB_STANDIN_NCCL_STALL_RANK=1 CPB_C
 cpb_standin_test(standin_nccl_error_in_group 0 ENV CPB_STANDIN_FAIL=ncclSend
   COMMAND ${CPB_EXPECT} 1 - "ncclSend failed.*injected by CPB_STANDIN_FAIL" --
   ${CPB_SD_MPIRUN} 2 ${CPB_SD_MPIFLAGS} ${CPBENCH} verify --backend cuda --method ulysses --model tiny --seq 128)
-# collectives on two streams in a different order on each rank: communicators made eagerly
-# per (group, stream) pair correctly, and one stream waiting on its peer does not stop the
-# other
+# collectives on two streams in a different order on each rank: communicators made at their
+# first use per (group, stream) pair correctly (the members make the union of what they
+# need, in name order), and one stream waiting on its peer does not stop the other
 add_executable(standin_comm_order ${CMAKE_CURRENT_SOURCE_DIR}/mpi/standin_comm_order.c)
 target_link_libraries(standin_comm_order PRIVATE cpb_driver)
 set_target_properties(standin_comm_order PROPERTIES ENABLE_EXPORTS ON) # the plugin takes the runtime from it
 cpb_standin_test(standin_comm_order_np2 2 COMMAND $<TARGET_FILE:standin_comm_order>)
 cpb_standin_test(standin_comm_order_np3 3 COMMAND $<TARGET_FILE:standin_comm_order>)
+# the device timer (events around work on two streams; an early read is an error), the
+# pool trimmed at a trial's start, and the pinned cache sealed for the timed steps (a miss
+# is an error naming the size), through the backend's hooks
+add_executable(standin_trial_hooks ${CMAKE_CURRENT_SOURCE_DIR}/mpi/standin_trial_hooks.c)
+target_link_libraries(standin_trial_hooks PRIVATE cpb_driver)
+set_target_properties(standin_trial_hooks PROPERTIES ENABLE_EXPORTS ON) # the plugin takes the runtime from it
+cpb_standin_test(standin_trial_hooks_np1 1 COMMAND $<TARGET_FILE:standin_trial_hooks>)

@@ -21,7 +21,7 @@ cpb_cmd_test(cuda_plugin_missing_library_verify ${CPB_EXPECT} 2 - "libcpb_absent
   -- env -u CPB_CUDA_LIB_PATH CPB_CUDA_PLUGIN=${CPB_FAKE_PLUGIN}
   ${CPBENCH} verify --backend cuda --method ulysses --model tiny --seq 64)
 cpb_cmd_test(cuda_plugin_wrong_interface ${CPB_EXPECT} 2 -
-  "plugin .*libcpb_cuda_fake.so was built for plugin interface 7 and this cpbench has [0-9]+"
+  "plugin .*libcpb_cuda_fake.so was built for plugin interface 1000 and this cpbench has [0-9]+"
   -- env CPB_CUDA_LIB_PATH=${CMAKE_CURRENT_BINARY_DIR}/absent CPB_CUDA_PLUGIN=${CPB_FAKE_PLUGIN}
   ${CPBENCH} run --backend cuda --method ulysses --model tiny --seq 64)
 cpb_cmd_test(cuda_plugin_list_reports ${CPB_EXPECT} 0 - "^  cuda .*libcpb_absent_test.so.1 \\(needed by"

@@ -325,6 +325,10 @@ Test(args, repeated_and_ignored_options_are_refused)
     expect_error(PARSE(&a, err, "--isolate", "--isolate"), err, "--isolate is given twice", NULL);
     expect_error(PARSE(&a, err, "--head-chunk", "4", "--head-chunk=8"), err, "--head-chunk is given twice", NULL);
     expect_error(CHECK(&a, err, CPB_CMD_list, "--seq", "5"), err, "--seq", "`cpbench list` does not use");
+    expect_error(PARSE(&a, err, "--format", "json", "--format=flat"), err, "--format is given twice", NULL);
+    expect_error(PARSE(&a, err, "--format", "xml"), err, "--format 'xml'", "text|json|flat");
+    expect_error(CHECK(&a, err, CPB_CMD_run, "--format", "json"), err, "--format", "(it is for: list)");
+    cr_expect_eq(CHECK(&a, err, CPB_CMD_list, "--format", "flat"), CPB_OK, "%s", err);
     expect_error(CHECK(&a, err, CPB_CMD_sweep, "--seq", "5"), err, "--seq", "verify, run");
     expect_error(CHECK(&a, err, CPB_CMD_run, "--backend", "sim", "--seed", "3"), err, "--seed", "sim backend does not");
     expect_error(CHECK(&a, err, CPB_CMD_run, "--backend", "cpu", "--gpu", "h200"), err, "--gpu", "cpu backend");

@@ -1,8 +1,9 @@
 /* test_attn_route.c — which implementation serves an attention call (the pure front-end
- * function of cpb_attn_route.h), the workspace bound's symmetry across a zigzag step's
- * ranks, and the simulator's two curves: `--attn own` and `--attn cudnn` predict different
- * times, each from its own ceiling. */
+ * function of cpb_attn_route.h), the workspace bound (cudnn-frontend's dense layout) and
+ * its symmetry across a zigzag step's ranks, and the simulator's two curves: `--attn own`
+ * and `--attn cudnn` predict different times, each from its own ceiling. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cpb_attn_route.h"
@@ -178,6 +179,52 @@ Test(attn_route, workspace_bound_is_the_same_for_a_zigzag_steps_two_shapes)
     }
     /* and it holds what our kernels' workspace holds (the cpu backend computes in it) */
     cr_expect_geq(cpb_attn_cudnn_workspace_bytes(&a, 1), 4 * cpb_attn_bwd_workspace_elems(&a));
+}
+
+/* the bound as cudnn-frontend 1.32 sizes the workspace of our dense graphs (attn_route.c
+ * cites the lines): forward the engine's own (an assumed 1 MiB, the frontend adds nothing);
+ * backward also the fp32 dQ accumulator [hq][L][d], the fp32 softmax sum [hq][L] and 8
+ * bytes of sequence lengths.  Dense dK_fullhead and dV_fullhead are virtual: GQA adds
+ * nothing, and no dP tile is ever declared (cuDNN >= 9.0, not deterministic, no dBias). */
+Test(attn_route, workspace_bound_is_the_frontends_dense_layout)
+{
+    const int64_t engine = (int64_t)1 << 20;
+    const int64_t L[] = {64, 1000, 16384, (int64_t)1 << 19};
+    for (int i = 0; i < 4; i++)
+        for (int64_t hk = 1; hk <= 8; hk *= 2) {
+            cpb_attn_args a = call(L[i], L[i], 8, hk, 128);
+            cr_expect_eq(cpb_attn_cudnn_workspace_bytes(&a, 0), engine, "forward, L %lld hk %lld", (long long)L[i],
+                         (long long)hk);
+            cr_expect_eq(cpb_attn_cudnn_workspace_bytes(&a, 1), 4 * 8 * L[i] * 128 + 4 * 8 * L[i] + 8 + engine,
+                         "backward, L %lld hk %lld", (long long)L[i], (long long)hk);
+        }
+    /* q shorter than kv: sized on the longer (the zigzag symmetry above), d 64 */
+    cpb_attn_args b = call(500, 1000, 4, 1, 64);
+    cr_expect_eq(cpb_attn_cudnn_workspace_bytes(&b, 1), 4 * 4 * 1000 * 64 + 4 * 4 * 1000 + 8 + engine);
+}
+
+/* the bound above holds for the graphs attn_cudnn.cpp builds only while they set none of
+ * the options that change the frontend's workspace layout: deterministic mode and dBias take
+ * the dP-workspace path (a [hq][sq][sk] bf16 tile in the engine's workspace), ragged offsets
+ * with max_total_seq_len make dK/dV per query head real, the padding mask and alibi add
+ * their own.  Adding one means re-deriving cpb_attn_cudnn_workspace_bytes first. */
+Test(attn_route, cudnn_graphs_keep_the_layout_the_bound_assumes)
+{
+    FILE *f = fopen(CPB_TEST_DATA "/../../backends/cuda/attn_cudnn.cpp", "r");
+    cr_assert_not_null(f, "backends/cuda/attn_cudnn.cpp not found from the tests' data folder");
+    static char src[1 << 20];
+    size_t n = fread(src, 1, sizeof src - 1, f);
+    fclose(f);
+    src[n] = '\0';
+    cr_assert_gt(n, 0);
+    cr_expect_not_null(strstr(src, "sdpa_backward("), "attn_cudnn.cpp no longer builds an SDPA backward graph");
+    const char *changes_layout[] = {"set_deterministic_algorithm", "set_dbias",        "set_bias",
+                                    "set_ragged_offset",           "set_max_total_seq_len", "set_padding_mask",
+                                    "set_alibi_mask",              "set_dropout"};
+    for (size_t i = 0; i < sizeof changes_layout / sizeof *changes_layout; i++)
+        cr_expect_null(strstr(src, changes_layout[i]),
+                       "attn_cudnn.cpp calls %s: re-derive cpb_attn_cudnn_workspace_bytes (runtime/attn_route.c)",
+                       changes_layout[i]);
 }
 
 Test(attn_route, usage_names_the_mix)

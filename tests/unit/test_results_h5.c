@@ -12,6 +12,7 @@
 
 #include "cpb_presets.h"
 #include "knobs.h"
+#include "model_config.h"
 #include "point.h"
 #include "registry.h"
 #include "results_h5.h"
@@ -337,13 +338,28 @@ Test(results_h5, point_row_names_the_point_and_rates_come_from_the_step)
     o.step_s = 2.0;
     double f, b;
     cpb_layer_model_flops(&p, &f, &b);
-    cpb_row_rates(&o, f + b);
+    cr_expect_eq(o.mfu_causal, 0.0);
+    o.peak_tflops = 989;
+    cpb_row_rates(&o, f + b, cpb_layer_megatron_flops(&p));
     cr_expect_float_eq(o.tokens_per_s, (double)p.S / 2.0, 1e-9);
     cr_expect_float_eq(o.tokens_per_s_per_gpu, (double)p.S / 16.0, 1e-9);
     cr_expect_float_eq(o.tflops_per_gpu, (f + b) / 8 / 2.0 / 1e12, 1e-12);
+    cr_expect_float_eq(o.tflops_per_gpu_megatron, cpb_layer_megatron_flops(&p) / 8 / 2.0 / 1e12, 1e-12);
+    cr_expect_float_eq(o.mfu_causal, o.tflops_per_gpu / 989, 1e-12);
+    cr_expect_float_eq(o.mfu_megatron, o.tflops_per_gpu_megatron / 989, 1e-12);
+    /* the model's columns come with the point */
+    cr_expect_eq(o.model_layers, 32);
+    cr_expect_eq(o.model_ffn, 14336);
+    cr_expect_eq(o.model_vocab, 128256);
+    cr_expect_eq(o.model_params, 8030261248.0);
+    cr_expect_eq(o.model_mlp_matrices, 3);
+    cr_expect_str_eq(o.model_act, "silu");
+    cr_expect_str_eq(o.model_bias, "");
+    cr_expect_str_eq(o.model_norm, "rmsnorm x2");
     o.step_s = 0;
-    cpb_row_rates(&o, f + b);
+    cpb_row_rates(&o, f + b, cpb_layer_megatron_flops(&p));
     cr_expect_eq(o.tokens_per_s, 0.0, "no step time, no rates");
+    cr_expect_eq(o.mfu_megatron, 0.0, "no step time, no MFU");
     cpb_row_set_status(&o, CPB_ERR_OOM, "needs 96 GiB");
     cr_expect_str_eq(o.status, "oom");
     cr_expect_str_eq(o.reason, "needs 96 GiB");
@@ -499,4 +515,129 @@ Test(results_h5, schema_3_files_read_skipped_as_refused_and_are_not_appended_to)
     cr_expect_str_eq(rows[1].options, "", "a column version 3 did not have");
     free(rows);
     old_refused("results-schema3.h5", "schema version 3");
+}
+
+/* a file of schema version 5 (the cpbench before the model's columns, /models and the MFU
+ * columns; written by `cpbench run --backend sim --method ulysses --model llama3-8b --gpus 8`
+ * at 64K, then at 256K with --scope model): reads, the columns it lacks zero, and is
+ * refused for appending */
+Test(results_h5, schema_5_files_read_and_are_not_appended_to)
+{
+    const int64_t n = 2;
+    cpb_row *rows = read_old("results-schema5.h5", n);
+    cr_expect_str_eq(rows[0].scope, "layer");
+    cr_expect_str_eq(rows[1].scope, "model");
+    for (int64_t i = 0; i < n; i++) {
+        cr_expect_str_eq(rows[i].status, "ok");
+        cr_expect_gt(rows[i].tflops_per_gpu, 0);
+        cr_expect_eq(rows[i].mfu_causal, 0.0, "a column version 5 did not have");
+        cr_expect_eq(rows[i].model_params, 0.0, "a column version 5 did not have");
+        cr_expect_str_eq(rows[i].model_norm, "");
+    }
+    free(rows);
+    old_refused("results-schema5.h5", "schema version 5");
+}
+
+/* the text of a file (a config.json), NUL-terminated */
+static char *text_of(const char *path)
+{
+    long n;
+    char *b = slurp(path, &n);
+    b[n] = 0;
+    return b;
+}
+
+/* /models: one row per model the runs name, written before the first run row naming it and
+ * never twice (a later session too): a preset's source, a --model-config file's whole text
+ * and the numbers derived from it; a shape without a model has none.  The runs carry the
+ * model's columns. */
+Test(results_h5, models_table_describes_each_model)
+{
+    make_dir();
+    char path[512], name[32], err[1024] = "";
+    path_in_dir(path, sizeof path, "models.h5");
+    const char *phi = CPB_TEST_DATA "/hf/Phi-2.json";
+    cr_assert_eq(cpb_model_config_register(phi, name, sizeof name, err, sizeof err), CPB_OK, "%s", err);
+    const cpb_method *m = cpb_method_find("ulysses");
+    cr_assert(m);
+    const char *models[] = {"llama3-8b", name, name, "custom"};
+    for (int session = 0; session < 2; session++) {
+        cpb_provenance pv;
+        prov(&pv, "ulysses");
+        cpb_results *f = NULL;
+        cr_assert_eq(cpb_results_open(path, &pv, 0, &f, err, sizeof err), CPB_OK, "%s", err);
+        for (int i = 0; i < 4; i++) {
+            cpb_problem p;
+            memset(&p, 0, sizeof p);
+            if (strcmp(models[i], "custom") == 0) p.D = 64, p.H = 4, p.G = 4, p.d = 16;
+            else cr_assert_eq(cpb_model_shape(models[i], &p), CPB_OK);
+            p.S = 4096 * (i + 1);
+            p.C = 8;
+            static cpb_row r;
+            cpb_row_point(&r, m, &p, &cpb_backend_sim, "h100-sxm", "layer");
+            cr_assert_eq(cpb_results_append(f, &r, err, sizeof err), CPB_OK, "%s", err);
+        }
+        cpb_results_close(f);
+    }
+    cpb_row *rows;
+    int64_t n;
+    cr_assert_eq(cpb_results_read(path, &rows, &n, err, sizeof err), CPB_OK, "%s", err);
+    cr_assert_eq(n, 8);
+    cr_expect_eq(rows[0].model_params, 8030261248.0);
+    cr_expect_str_eq(rows[0].model_norm, "rmsnorm x2");
+    cr_expect_eq(rows[1].model_params, 2779683840.0);
+    cr_expect_eq(rows[1].model_mlp_matrices, 2);
+    cr_expect_str_eq(rows[1].model_act, "gelu_new");
+    cr_expect_str_eq(rows[1].model_bias, "q,k,v,o,mlp,head");
+    cr_expect_str_eq(rows[1].model_norm, "layernorm x1");
+    cr_expect_eq(rows[1].model_layers, 32);
+    cr_expect_eq(rows[3].model_layers, 0, "a shape without a model");
+    free(rows);
+
+    /* /models read with the plain HDF5 API, as any reader would */
+    typedef struct {
+        char name[32];
+        char source[256];
+        int64_t vocab;
+        double params;
+        char *config;
+    } rec;
+    hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(rec));
+    hid_t s32 = H5Tcopy(H5T_C_S1), s256 = H5Tcopy(H5T_C_S1), vs = H5Tcopy(H5T_C_S1);
+    H5Tset_size(s32, 32);
+    H5Tset_size(s256, 256);
+    H5Tset_size(vs, H5T_VARIABLE);
+    H5Tinsert(t, "name", HOFFSET(rec, name), s32);
+    H5Tinsert(t, "source", HOFFSET(rec, source), s256);
+    H5Tinsert(t, "vocab", HOFFSET(rec, vocab), H5T_NATIVE_INT64);
+    H5Tinsert(t, "params", HOFFSET(rec, params), H5T_NATIVE_DOUBLE);
+    H5Tinsert(t, "config", HOFFSET(rec, config), vs);
+    hid_t f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t d = H5Dopen2(f, "/models", H5P_DEFAULT);
+    cr_assert_geq(d, 0, "a /models table");
+    hid_t sp = H5Dget_space(d);
+    hsize_t count = 0;
+    H5Sget_simple_extent_dims(sp, &count, NULL);
+    cr_assert_eq(count, 2, "llama3-8b and the Phi-2 file, once each (a shape without a model has none)");
+    rec got[2];
+    cr_assert_geq(H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, got), 0);
+    cr_expect_str_eq(got[0].name, "llama3-8b");
+    cr_expect_str_eq(got[0].source, "meta-llama/Meta-Llama-3-8B config.json");
+    cr_expect_str_eq(got[0].config, "", "a preset: its fields are the runs' columns");
+    cr_expect_eq(got[0].params, 8030261248.0);
+    cr_expect_str_eq(got[1].name, name);
+    cr_expect_str_eq(got[1].source, phi);
+    cr_expect_eq(got[1].vocab, 51200);
+    cr_expect_eq(got[1].params, 2779683840.0);
+    char *want = text_of(phi);
+    cr_expect_str_eq(got[1].config, want, "the config.json's whole text");
+    free(want);
+    H5Dvlen_reclaim(t, sp, H5P_DEFAULT, got);
+    H5Sclose(sp);
+    H5Dclose(d);
+    H5Fclose(f);
+    H5Tclose(t);
+    H5Tclose(s32);
+    H5Tclose(s256);
+    H5Tclose(vs);
 }

@@ -24,6 +24,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -115,6 +116,10 @@ struct CUevent_st {
     CUstream_st *s = nullptr;
     uint64_t seq = 0;
     sd::Clock clock;
+    /* a timing event's time (steady clock, ms) when its stream reached the record: written
+     * by the stream's executor, read once the record is complete; shared, because a later
+     * record or cudaEventDestroy may come before the item runs */
+    std::shared_ptr<std::atomic<double>> stamp;
 };
 
 namespace sd {

@@ -14,7 +14,8 @@
  * the free (cudaMemPoolReuseFollowEventDependencies), or the free has already run
  * (cudaMemPoolReuseAllowOpportunistic), or by making B wait for the free
  * (cudaMemPoolReuseAllowInternalDependencies); otherwise new memory is reserved.  Memory
- * above the release threshold goes back at the next synchronization.  The block sizes are
+ * above the release threshold goes back at the next synchronization, and freed memory
+ * whose free the host has observed goes back at cudaMemPoolTrimTo.  The block sizes are
  * the requests' (the driver's 2 MiB granularity is not modelled). */
 #include <cstdio>
 #include <cstdlib>
@@ -238,6 +239,18 @@ cudaError_t touch(Stream *s, uint64_t seq, const void *p, size_t bytes, const ch
     return cudaSuccess;
 }
 
+/* a freed block of pool p goes back to the OS (lock() held) */
+static void release_block(Pool *p, size_t i)
+{
+    Gen *g = p->free_blocks[i];
+    p->free_blocks.erase(p->free_blocks.begin() + (long)i);
+    g_freed.erase((uintptr_t)g->base);
+    p->reserved -= g->cap;
+    if (Device *d = sd::device(p->device)) d->allocated -= (int64_t)g->cap;
+    unback(g);
+    delete g;
+}
+
 /* give memory above the pools' release thresholds back (after a synchronization) */
 void trim_pools(int device)
 {
@@ -245,17 +258,11 @@ void trim_pools(int device)
     for (Pool *p : pools()) {
         if (p->device != device || p->reserved <= p->threshold) continue;
         for (size_t i = 0; i < p->free_blocks.size() && p->reserved > p->threshold;) {
-            Gen *g = p->free_blocks[i];
-            if (!g->free_done) {
+            if (!p->free_blocks[i]->free_done) {
                 i++;
                 continue;
             }
-            p->free_blocks.erase(p->free_blocks.begin() + (long)i);
-            g_freed.erase((uintptr_t)g->base);
-            p->reserved -= g->cap;
-            if (Device *d = sd::device(device)) d->allocated -= (int64_t)g->cap;
-            unback(g);
-            delete g;
+            release_block(p, i);
         }
     }
 }
@@ -464,6 +471,34 @@ cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr 
     case cudaMemPoolAttrUsedMemCurrent: *(uint64_t *)value = p->used; break;
     case cudaMemPoolAttrUsedMemHigh: *(uint64_t *)value = p->used_high; break;
     default: return ret(cudaErrorInvalidValue);
+    }
+    return cudaSuccess;
+}
+
+/* cudaMemPoolTrimTo: freed blocks go back to the OS as long as the pool keeps at least
+ * minBytesToKeep reserved (a pool below it is left alone).  Outstanding allocations stay;
+ * so does a block whose free the host has not observed (a synchronize, or a query that saw
+ * the free's stream done): the documentation lets the driver count such a block as
+ * outstanding, and the stand-in always does, so a trim before the synchronization that
+ * should precede it releases nothing. */
+cudaError_t cudaMemPoolTrimTo(cudaMemPool_t memPool, size_t minBytesToKeep)
+{
+    count("cudaMemPoolTrimTo");
+    std::lock_guard<std::recursive_mutex> lk(lock());
+    Pool *p = pool_of(memPool);
+    if (!p) {
+        violation("pool handle", kPool, "cudaMemPoolTrimTo(%p): not a live pool", (void *)memPool);
+        return ret(cudaErrorInvalidValue);
+    }
+    const Clock &host = host_clock();
+    for (size_t i = 0; i < p->free_blocks.size();) {
+        Gen *g = p->free_blocks[i];
+        bool observed = g->free_done && at(host, g->free_serial) >= g->free_seq;
+        if (!observed || p->reserved < minBytesToKeep + g->cap) {
+            i++;
+            continue;
+        }
+        release_block(p, i);
     }
     return cudaSuccess;
 }

@@ -10,6 +10,7 @@
  * event), and, as a last resort, a collective that waits on its peers for a while (then all
  * of this process's pending work is released, as a GPU would run it anyway).  A missing
  * wait then makes the consumer run before its producer, the same way every run. */
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <set>
@@ -397,6 +398,16 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t h)
     }
     event->recorded = true;
     event->s = s;
+    if (!(event->flags & cudaEventDisableTiming)) {
+        /* a timing event takes the time when the stream's work reaches it: an item of its own */
+        auto stamp = std::make_shared<std::atomic<double>>(-1.0);
+        event->stamp = stamp;
+        enqueue(s, "cudaEventRecord", [stamp] {
+            auto t = std::chrono::steady_clock::now().time_since_epoch();
+            stamp->store(std::chrono::duration<double, std::milli>(t).count());
+            return cudaSuccess;
+        });
+    }
     {
         std::lock_guard<std::mutex> q(s->mu);
         event->seq = s->enq;
@@ -435,6 +446,35 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event)
     std::lock_guard<std::recursive_mutex> g(lock());
     join(host_clock(), known);
     return ret(r);
+}
+
+/* cudaEventElapsedTime: milliseconds between two completed records of timing events.
+ * Not a way to wait: an event not yet complete is cudaErrorNotReady (its work is not
+ * released here); an event never recorded, or made with cudaEventDisableTiming, is
+ * cudaErrorInvalidResourceHandle (the documented returns). */
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
+{
+    count("cudaEventElapsedTime");
+    if (!ms) return ret(cudaErrorInvalidValue);
+    std::lock_guard<std::recursive_mutex> g(lock());
+    if (!start || !end || !live_handles().count(start) || !live_handles().count(end)) {
+        violation("event handle", kEvent, "cudaEventElapsedTime(%p, %p): not live events", (void *)start, (void *)end);
+        return ret(cudaErrorInvalidResourceHandle);
+    }
+    if ((start->flags | end->flags) & cudaEventDisableTiming) {
+        violation("event timing", kEvent, "cudaEventElapsedTime of an event made with cudaEventDisableTiming");
+        return ret(cudaErrorInvalidResourceHandle);
+    }
+    if (!start->recorded || !end->recorded) {
+        violation("event timing", kEvent, "cudaEventElapsedTime of an event that was never recorded");
+        return ret(cudaErrorInvalidResourceHandle);
+    }
+    for (CUevent_st *e : {start, end}) {
+        std::lock_guard<std::mutex> q(e->s->mu);
+        if (e->s->done < e->seq) return cudaErrorNotReady;
+    }
+    *ms = (float)(end->stamp->load() - start->stamp->load());
+    return sticky();
 }
 
 /* cudaEventDestroy returns at once; waits already enqueued keep what they captured */
