@@ -66,6 +66,23 @@
 #define HOST_PAGEABLE_BW 10e9
 #define HOST_FILL_BW 10e9
 
+/* Host memory bandwidth of a node (a CPU optimizer's pass over the fp32 states, every GPU's
+ * process stepping its shard at once):
+ * - DGX H100 / H200 [DS]: two Xeon Platinum 8480C, 8 DDR5 channels each, 32 DIMMs (two per
+ *   channel); Sapphire Rapids runs two DIMMs per channel at 4400 MT/s (the vendors' memory
+ *   population rules, e.g. Dell PowerEdge XE9680's: 4800 at 1 DPC, 4400 at 2 DPC):
+ *   2 x 8 x 8 B x 4.4e9 = 563 GB/s peak;
+ * - DGX A100 [DS]: two AMD EPYC 7742, 8 DDR4-3200 channels each: 410 GB/s peak at one DIMM
+ *   per channel (1 TB: 16 x 64 GB), 2933 MT/s at two (2 TB: 32 DIMMs): 375 GB/s.
+ * [EST] streaming kernels (STREAM triad) reach about 80% of the DDR peak on these sockets;
+ * that is the rate used (calibration key host_mem_gbs). */
+#define SPR_2DPC_HOST_BW (0.8 * 2 * 8 * 8 * 4.4e9)
+#define ROME_2DPC_HOST_BW (0.8 * 2 * 8 * 8 * 2.933e9)
+#define ROME_1DPC_HOST_BW (0.8 * 2 * 8 * 8 * 3.2e9)
+/* Dense fp8 tensor-core peak [DS]: H100 SXM5 and H200 1979 TFLOP/s (without sparsity);
+ * the A100 has none. */
+#define HOPPER_FP8_FLOPS 1979e12
+
 static const cpb_gpu_profile profiles[] = {
     {
         .name = "h100-sxm",
@@ -73,6 +90,7 @@ static const cpb_gpu_profile profiles[] = {
         .mem_bytes = (int64_t)(81559 * MIB), /* [DS] 80 GB HBM3; nvidia-smi reports 81559 MiB */
         .reserve_bytes = RESERVE_BYTES,
         .host_node_bytes = (int64_t)2 << 40, /* [DS] DGX H100: 2 TB system memory, 32 x 64 GB DIMMs (binary: 2 TiB) */
+        .host_mem_bw = SPR_2DPC_HOST_BW, .fp8_flops = HOPPER_FP8_FLOPS,
         .hw = {
             .peak_flops = 989e12,            /* [PN] bf16 dense peak */
             .num_sms = 132,                  /* [DS] H100 SXM5: 132 SMs */
@@ -106,6 +124,7 @@ static const cpb_gpu_profile profiles[] = {
         .mem_bytes = (int64_t)(143771 * MIB), /* [PN]/[DS] 141 GB HBM3e; nvidia-smi: 143771 MiB */
         .reserve_bytes = RESERVE_BYTES,
         .host_node_bytes = (int64_t)2 << 40, /* [DS] DGX H200: 2 TB system memory, 32 x 64 GB DIMMs (2 TiB) */
+        .host_mem_bw = SPR_2DPC_HOST_BW, .fp8_flops = HOPPER_FP8_FLOPS,
         .hw = {
             .peak_flops = 989e12,            /* [PN]/[DS] the H100's compute die */
             .num_sms = 132,
@@ -129,6 +148,7 @@ static const cpb_gpu_profile profiles[] = {
         .mem_bytes = (int64_t)(81920 * MIB), /* [DS] 80 GB HBM2e; nvidia-smi: 81920 MiB */
         .reserve_bytes = RESERVE_BYTES,
         .host_node_bytes = (int64_t)2 << 40, /* [DS] DGX A100 640 GB: 2 TB system memory (DIMMs: 2 TiB) */
+        .host_mem_bw = ROME_2DPC_HOST_BW, .fp8_flops = 0,
         .hw = {
             .peak_flops = 312e12,            /* [DS] bf16 dense peak */
             .num_sms = 108,                  /* [DS] */
@@ -160,6 +180,7 @@ static const cpb_gpu_profile profiles[] = {
         .mem_bytes = (int64_t)(40960 * MIB), /* [DS] 40 GB HBM2; nvidia-smi: 40960 MiB */
         .reserve_bytes = RESERVE_BYTES,
         .host_node_bytes = (int64_t)1 << 40, /* [DS] DGX A100 320 GB: 1 TB system memory (DIMMs: 1 TiB) */
+        .host_mem_bw = ROME_1DPC_HOST_BW, .fp8_flops = 0,
         .hw = {
             .peak_flops = 312e12, .num_sms = 108,
             .gemm_eff_max = 0.80, .gemm_k_half = 128, .gemm_tile_m = 128, .gemm_tile_n = 256,
@@ -273,6 +294,8 @@ static int apply(cpb_gpu_profile *p, const char *key, double v)
     else if (!strcmp(key, "reserve_gib")) p->reserve_bytes = (int64_t)(v * GIB);
     else if (!strcmp(key, "host_mem_gib")) p->host_node_bytes = (int64_t)(v * GIB);
     else if (!strcmp(key, "gpus_per_node")) h->gpus_per_node = (int)v;
+    else if (!strcmp(key, "host_mem_gbs")) p->host_mem_bw = v * 1e9;
+    else if (!strcmp(key, "fp8_tflops")) p->fp8_flops = v * 1e12;
     else return -1;
     return 0;
 }

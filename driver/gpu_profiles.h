@@ -38,6 +38,8 @@
  *                                  NCCL buffers, library workspaces)
  *   host_mem_gib         GiB       host memory per node (also --host-ram)
  *   gpus_per_node        count     GPUs per node
+ *   host_mem_gbs         GB/s      host (CPU) memory bandwidth of a node, all sockets
+ *   fp8_tflops           TFLOP/s   dense fp8 peak (0: the GPU has no fp8 tensor cores)
  *   (GB = 1e9 bytes; GiB = 2^30 bytes.)
  */
 #ifndef CPB_GPU_PROFILES_H
@@ -58,6 +60,8 @@ typedef struct cpb_gpu_profile {
     int64_t mem_bytes;      /* device memory as the driver reports it */
     int64_t reserve_bytes;  /* CUDA context + NCCL + library workspaces */
     int64_t host_node_bytes;/* host memory of one node */
+    double host_mem_bw;     /* bytes/s: the node's host (CPU) memory bandwidth, all sockets (a CPU optimizer's pass) */
+    double fp8_flops;       /* dense fp8 tensor-core peak, FLOP/s (0: none) */
     cpb_sim_hw hw;          /* the timing model's parameters */
 } cpb_gpu_profile;
 

@@ -16,7 +16,8 @@
  * says): the simulator's and the model scope's.  A table added here (or by
  * cpb_knobs_register) gets its options, columns and point-key fields like a method's.
  * attn (--attn) comes first: it is an accounting input on every backend. */
-static const cpb_knob *const driver_tables[] = {cpb_attn_knobs, cpb_sim_knobs, cpb_model_scope_knobs, NULL};
+static const cpb_knob *const driver_tables[] = {cpb_attn_knobs, cpb_sim_knobs, cpb_model_scope_knobs, cpb_setup_knobs,
+                                                   NULL};
 
 #define MAX_EXTRA 8
 static const cpb_knob *extra_tables[MAX_EXTRA];

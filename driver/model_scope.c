@@ -21,6 +21,7 @@ const char *cpb_model_moment_name(int moment)
 
 typedef struct shape {
     double S, s, C, D, H, G, d, F, V, L;
+    double N, W; /* GPUs the states are sharded over; every GPU (C x replicas) */
     double m; /* MLP weight matrices: 3 gated (gate, up, down), 2 two-matrix (up, down) */
     double p_attn, p_mlp, p_norm, p_layer, p_embed, p_head, p_total;
 } shape;
@@ -75,8 +76,8 @@ cpb_model_buckets cpb_model_mem_buckets(const cpb_model_mem *m)
     return b;
 }
 
-/* tokens of one MLP tile */
-static double mlp_tile(const cpb_framework *f, const shape *x, const cpb_problem *p)
+/* tokens of one MLP tile (tok: the micro-batch's tokens on this GPU) */
+static double mlp_tile(const cpb_framework *f, const shape *x, const cpb_problem *p, double tok)
 {
     double T = x->D; /* TiledMLP: tiles of D tokens (Arctic Long Sequence Training's default) */
     if (f->mlp_tile == CPB_MLP_TILE_FPDT) {
@@ -84,57 +85,102 @@ static double mlp_tile(const cpb_framework *f, const shape *x, const cpb_problem
         double chunk = cpb_knob_int(p, "seq_chunk") > 0 ? (double)cpb_knob_int(p, "seq_chunk") : 65536.0;
         T = chunk / x->C / 2;
     }
-    return x->s < T ? x->s : T;
+    return tok < T ? tok : T;
 }
 
 /* tokens of one loss chunk */
-static double loss_chunk(const cpb_framework *f, const shape *x)
+static double loss_chunk(const cpb_framework *f, const shape *x, double tok)
 {
     /* FPDT_LogitsLoss (gpt_model.py): s / (65536 / C / 32) chunks of the local sequence,
      * i.e. 65536 / C / 32 tokens each (256 on 8 GPUs) */
     if (f->loss == CPB_LOSS_FPDT_CHUNKED) return fmax(1.0, floor(65536.0 / x->C / 32));
     /* Liger's fused linear cross-entropy: chunks of c tokens with c*V ~ s*D */
-    return fmax(1.0, ceil(x->s * x->D / x->V));
+    return fmax(1.0, ceil(tok * x->D / x->V));
+}
+
+/* a bucket size: elements, or (negative) a multiple of D^2 (Hugging Face's "auto" DeepSpeed
+ * sizes: reduce_bucket_size = D^2, stage3_prefetch_bucket_size = 0.9 D^2) */
+static double bucket(double v, const shape *x)
+{
+    return v < 0 ? -v * x->D * x->D : v;
 }
 
 /* parameters gathered ahead of the current layer, and gradient elements in flight in the
  * reduce-scatter buffer */
 static double prefetch_params(const cpb_framework *f, const shape *x)
 {
-    return f->prefetch_layers * x->p_layer + f->prefetch_params;
+    return f->prefetch_layers * x->p_layer + bucket(f->prefetch_params, x);
 }
 
 static double rs_elems(const cpb_framework *f, const shape *x)
 {
-    return f->rs_layers * x->p_layer + f->rs_params;
+    return f->rs_layers * x->p_layer + bucket(f->rs_params, x);
+}
+
+/* the MLP's tile: tokens and [T, F] buffers of its backward (an untiled MLP under autograd:
+ * the recomputed gate, up, silu(gate) and their product, and two [s, F] gradients in
+ * flight: 6 [s, F] [EST]) */
+static double mlp_tokens(const cpb_model_estimate *e, const shape *x, double tok)
+{
+    return e->setup.tiled_mlp ? mlp_tile(e->fw, x, &e->p, tok) : tok;
+}
+
+static int mlp_buffers(const cpb_model_estimate *e)
+{
+    return e->setup.tiled_mlp ? e->fw->mlp_tile_buffers : 6;
 }
 
 /* Memory per GPU at the three candidate peaks of a training step. */
 static void memory(cpb_model_estimate *e, const shape *x)
 {
     const cpb_framework *f = e->fw;
+    const cpb_setup *su = &e->setup;
     const cpb_row *t = &e->attn;
-    const double sD = x->s * x->D;
-    /* sharded states: the framework's bytes per parameter over the C GPUs */
-    int64_t states = (int64_t)(f->state_bytes * x->p_total / x->C);
-    /* full activation checkpointing: each layer's input [s, D] bf16; the framework keeps
-     * some on the device and offloads the rest to host memory */
-    int64_t ckpt = (int64_t)(f->ckpt_device_layers * sD * BF16);
+    const double B = su->micro_batch, L = x->L;
+    const double tok = x->s * B; /* tokens of one micro-batch on this GPU */
+    const double sD = x->s * x->D * B;
+    /* sharded states: the parts' bytes per parameter (model_scope_setup.c), sharded over
+     * the C GPUs or replicated; those offloaded are in host memory */
+    int64_t states = (int64_t)(su->dev_sh * x->p_total / x->N + su->dev_rep * x->p_total);
+    e->host_states = (int64_t)(su->host_sh * x->p_total / x->N + su->host_rep * x->p_total);
+    const int full = su->ckpt == CPB_CKPT_FULL, offload = full && su->ckpt_offload;
     /* The layer's own [s, D] buffers in the trace (trial.c allocates x, y, dy, dx in the
      * storage dtype).  In the model the attention output y is consumed by the residual add
      * h = r + y and freed at once, and dy is the residual gradient dh itself (h = r + y
      * gives dy = dh): so y is not live in a backward, and dy needs no buffer of its own. */
-    const int64_t sdb = (int64_t)(sD * (double)cpb_dtype_size(e->p.dtype));
+    const int64_t sdb = (int64_t)(x->s * x->D * (double)cpb_dtype_size(e->p.dtype));
     int64_t attn_fixed = t->at_peak_bytes[CPB_TAG_WEIGHTS] + t->at_peak_bytes[CPB_TAG_GRADS];
+    /* the attention's saved state at the end of its forward, less y (freed after the
+     * residual add) and dx (not yet produced; the trial allocates it up front); one trace
+     * per sequence of the micro-batch */
+    int64_t attn_saved = t->fwd.live_end - attn_fixed - 2 * sdb;
+    if (attn_saved < 0) attn_saved = 0;
+    attn_saved = (int64_t)(attn_saved * B);
+    /* activation checkpointing.  full: each layer's input [s, D] bf16; the framework keeps
+     * some on the device and offloads the rest to host memory (or keeps all without
+     * offload).  none / selective: every layer keeps what its backward needs: the
+     * attention's saved state (with a fused attention kernel, Megatron's selective
+     * recompute of the attention core keeps nothing less [MCR]), the MLP's (its input; an
+     * untiled one also its four [s, F] intermediates), and the two norms' inputs [EST] */
+    double keep = attn_saved + sD * BF16 + (su->tiled_mlp ? 0 : (x->m == 3 ? 4 : 2) * tok * x->F * BF16) + 2 * sD * BF16;
+    int64_t ckpt, ckpt_all;
+    if (full) ckpt = ckpt_all = (int64_t)((offload ? f->ckpt_device_layers : L) * sD * BF16);
+    else ckpt = (int64_t)((L - 1) * keep), ckpt_all = (int64_t)(L * keep);
     /* the framework's communication buffers: the gradients in flight to their
      * reduce-scatter (FSDP2: the previous layer's, in reduce_dtype; ZeRO-3: its bucket) */
     int64_t comm = (int64_t)(rs_elems(f, x) * f->grad_reduce_bytes);
+    /* Megatron's buckets are views of its contiguous gradient buffer, already in the
+     * states [MCDDP] */
+    if (su->zero < 3 && f->grad_sync_per_step) comm = 0;
     /* the current layer's MLP and norm parameters and what is gathered ahead (compute
-     * dtype; the attention weights are in the trace) */
-    int64_t params = (int64_t)(((x->p_mlp + x->p_norm) + prefetch_params(f, x)) * BF16);
+     * dtype; the attention weights are in the trace); below ZeRO-3 the parameters are
+     * replicated in the states (an autocast copy of the layer without a 16-bit copy) */
+    int64_t params = su->zero >= 3 ? (int64_t)(((x->p_mlp + x->p_norm) + prefetch_params(f, x)) * BF16)
+                     : su->copy16_eff ? 0 : (int64_t)((x->p_mlp + x->p_norm) * BF16);
     /* unsharded MLP gradients held until the layer's reduce-scatter (FSDP2); ZeRO-3 moves
-     * each gradient into its bucket as it is produced */
-    int64_t mlp_grads = f->rs_params > 0 ? 0 : (int64_t)(x->p_mlp * f->grad_compute_bytes);
+     * each gradient into its bucket as it is produced; below ZeRO-3 they are the states'
+     * gradient buffer */
+    int64_t mlp_grads = f->rs_params != 0 || su->zero < 3 ? 0 : (int64_t)(x->p_mlp * f->grad_compute_bytes);
 
     /* A: attention backward of a middle layer (after its recomputed forward and its MLP
      * backward) */
@@ -143,48 +189,53 @@ static void memory(cpb_model_estimate *e, const shape *x)
     a->gathered = params + mlp_grads;
     a->comm = comm;
     a->attn_fixed = attn_fixed;
-    a->attn_act = t->peak_bytes - attn_fixed - t->at_peak_bytes[CPB_TAG_Y];
+    a->attn_act = (int64_t)((t->peak_bytes - attn_fixed - t->at_peak_bytes[CPB_TAG_Y]) * B);
     a->ckpt = ckpt;
-    /* the layer's input r, fetched back from the host (its norm's backward needs it), and
-     * the input of the next layer to process, prefetched while this one runs */
-    a->residual = (int64_t)(2 * sD * BF16);
+    /* with offload: the layer's input r, fetched back from the host (its norm's backward
+     * needs it), and the input of the next layer to process, prefetched while this one
+     * runs; without, both are among the kept inputs */
+    a->residual = offload ? (int64_t)(2 * sD * BF16) : 0;
     a->work = 0;
     sum(a);
 
     /* B: MLP backward of the same layer: the attention's saved state from the recomputed
      * forward is live, and one MLP tile's working set */
     cpb_model_mem *b = &e->moment[CPB_MOMENT_MLP_BWD];
-    double T = mlp_tile(f, x, &e->p);
+    double T = mlp_tokens(e, x, tok);
     b->states = states;
     /* the same parameters; the MLP gradients being produced, or FPDT_FFN's fp32
      * accumulators of them */
-    b->gathered = params + (f->mlp_fp32_grads ? (int64_t)(x->p_mlp * FP32) : mlp_grads);
+    b->gathered = params + (su->tiled_mlp && f->mlp_fp32_grads ? (int64_t)(x->p_mlp * FP32) : mlp_grads);
     b->comm = comm;
     b->attn_fixed = attn_fixed;
-    /* the attention's saved state at the end of its forward, less y (freed after the
-     * residual add) and dx (not yet produced; the trial allocates it up front) */
-    b->attn_act = t->fwd.live_end - attn_fixed - 2 * sdb;
-    if (b->attn_act < 0) b->attn_act = 0;
+    b->attn_act = attn_saved;
     b->ckpt = ckpt;
-    /* r, h = r + y (its norm's backward needs it) and the prefetched next input */
-    b->residual = (int64_t)(3 * sD * BF16);
+    /* r, h = r + y (its norm's backward needs it) and the prefetched next input (with
+     * offload); h alone without; none with the layer's saved state kept */
+    b->residual = offload ? (int64_t)(3 * sD * BF16) : full ? (int64_t)(sD * BF16) : 0;
     /* the framework's [T, F] buffers are a gated MLP's (gate, up, activation, product and
      * their gradients); a two-matrix MLP makes half as many [T, F] tensors (up, activation
      * and their gradients): half the buffers (an estimate) */
-    b->work = (int64_t)(f->mlp_tile_buffers * (x->m == 3 ? 1.0 : 0.5) * T * x->F * BF16);
+    b->work = (int64_t)(mlp_buffers(e) * (x->m == 3 ? 1.0 : 0.5) * T * x->F * BF16);
     sum(b);
 
     /* C: the loss.  The LM head gathered (compute dtype) with its gradient; the final
      * hidden state and its gradient [s, D]. */
     cpb_model_mem *c = &e->moment[CPB_MOMENT_LOSS];
-    double head = x->p_head > 0 ? x->p_head : x->p_embed, cl = loss_chunk(f, x);
+    double head = x->p_head > 0 ? x->p_head : x->p_embed, cl = loss_chunk(f, x, tok);
     c->states = states;
     c->comm = comm;
     c->attn_fixed = 0;
     c->attn_act = 0;
-    c->ckpt = ckpt;
+    c->ckpt = ckpt_all;
     c->residual = (int64_t)(2 * sD * BF16);
-    if (f->loss == CPB_LOSS_FPDT_CHUNKED) {
+    if (!su->fused_loss) {
+        /* the whole logits [s, V]: bf16 (returned with the output), their fp32 upcast's
+         * log-softmax kept by cross_entropy, and in the backward its fp32 gradient and the
+         * bf16 one: 12 bytes per logit at the peak [EST: LlamaForCausalLM, TorchTitan's loss] */
+        c->gathered = (int64_t)(head * BF16 + head * f->grad_compute_bytes);
+        c->work = (int64_t)(12 * tok * x->V);
+    } else if (f->loss == CPB_LOSS_FPDT_CHUNKED) {
         /* FPDT_LogitsLoss: an fp32 grad_logit_weights [V, D]; per chunk the fp32 logits,
          * softmax and its gradient; the per-chunk grad_lm_output list and its torch.cat
          * (two [s, D]) */
@@ -205,11 +256,14 @@ static void memory(cpb_model_estimate *e, const shape *x)
      * host allocator, which rounds every request up to a power of two and keeps the block
      * (aten/src/ATen/core/CachingHostAllocator.h: PowerOf2Ceil) [PT]; a pageable one is
      * malloc'd at its size.  The method's own host buffers are traced at their sizes (for
-     * DeepSpeed's FPDT at 64K-token chunks on Llama's shapes those are powers of two). */
+     * DeepSpeed's FPDT at 64K-token chunks on Llama's shapes those are powers of two).
+     * And the model states offloaded to the host (optimizer, parameters). */
     e->ckpt_pageable = f->pin_max_tokens <= 0 || e->p.S > f->pin_max_tokens;
     e->ckpt_host_block = e->ckpt_pageable ? (int64_t)(sD * BF16) : pow2_ceil((int64_t)(sD * BF16));
-    e->host_bytes = (int64_t)(x->L - f->ckpt_device_layers) * e->ckpt_host_block + t->host_peak_bytes;
-    if (f->loss == CPB_LOSS_FPDT_CHUNKED) e->host_bytes += (int64_t)(sD * BF16);
+    e->host_bytes = (offload ? (int64_t)(L - f->ckpt_device_layers) * e->ckpt_host_block : 0) +
+                    (int64_t)(t->host_peak_bytes * B);
+    if (su->fused_loss && f->loss == CPB_LOSS_FPDT_CHUNKED) e->host_bytes += (int64_t)(sD * BF16);
+    e->host_bytes += e->host_states;
 }
 
 /* one GPU's host<->device bandwidth for a copy every GPU of the node makes at once:
@@ -217,48 +271,69 @@ static void memory(cpb_model_estimate *e, const shape *x)
 static double host_copy_bw(const cpb_sim_hw *hw, const shape *x, int pageable)
 {
     int gpn = hw->gpus_per_node > 0 ? hw->gpus_per_node : 8;
-    double sharing = x->C < gpn ? x->C : gpn;
+    double sharing = x->W < gpn ? x->W : gpn;
     double bw = hw->pcie_node_bw / sharing < hw->pcie_gpu_bw ? hw->pcie_node_bw / sharing : hw->pcie_gpu_bw;
     if (pageable && hw->pcie_pageable_bw > 0 && hw->pcie_pageable_bw < bw) bw = hw->pcie_pageable_bw;
     return bw;
 }
 
 /* Time per step on one GPU. */
-static void timing(cpb_model_estimate *e, const shape *x, const cpb_sim_hw *hw)
+static void timing(cpb_model_estimate *e, const shape *x, const cpb_gpu_profile *prof)
 {
+    const cpb_sim_hw *hw = &prof->hw;
     const cpb_framework *f = e->fw;
-    const double sD = x->s * x->D;
-    /* attention: the layer trial's forward and backward from the timing model; the
-     * checkpointed forward runs twice (forward, recompute before backward) */
-    e->attn_layer_s = 2 * e->attn.fwd_s + e->attn.bwd_s;
-    /* MLP: m GEMMs of 2*s*D*F FLOPs per forward-equivalent (3 gated, 2 two-matrix) at the
-     * GEMM efficiency of one tile (T x F x D); the framework's number of forward-equivalents */
-    double T = mlp_tile(f, x, &e->p);
+    const cpb_setup *su = &e->setup;
+    const double B = su->micro_batch, K = su->grad_accum;
+    const double tok = x->s * B;
+    const double sD = x->s * x->D * B;
+    const int full = su->ckpt == CPB_CKPT_FULL, offload = full && su->ckpt_offload;
+    /* attention: the layer trial's forward and backward from the timing model, per
+     * sequence of the micro-batch; with full checkpointing the forward runs twice (forward,
+     * recompute before backward); selective recompute repeats the attention core's
+     * forward: 2 S^2 H d / C causal FLOPs at the profile's attention ceiling [EST] */
+    e->attn_layer_s = (full ? 2 * e->attn.fwd_s : e->attn.fwd_s) + e->attn.bwd_s;
+    if (su->ckpt == CPB_CKPT_SELECTIVE)
+        e->attn_layer_s += 2 * x->S * x->S * x->H * x->d / x->C / (hw->peak_flops * hw->attn_fwd_eff_max);
+    e->attn_layer_s *= B;
+    /* MLP: m GEMMs of 2*s*D*F FLOPs (3 gated, 2 two-matrix) per forward-equivalent at the GEMM efficiency of one
+     * tile (T x F x D); the framework's number of forward-equivalents (a tiled MLP's
+     * backward recomputes each tile; an untiled one: forward, recompute, backward 2x);
+     * one fewer without the checkpoint's recompute.  fp8: the profile's fp8 dense peak */
+    double T = mlp_tokens(e, x, tok);
     double eff = cpb_sim_gemm_eff(hw, (int64_t)T, (int64_t)x->F, (int64_t)x->D, 1);
-    double mlp_fwd = x->m * 2 * x->s * x->D * x->F / (hw->peak_flops * eff);
+    double peak = su->fp8 ? prof->fp8_flops : hw->peak_flops;
+    double mlp_fwd = x->m * 2 * tok * x->D * x->F / (peak * eff);
     /* each tile's backward adds its weight gradient into the layer's (the framework's
-     * accumulator: bf16 .grad or fp32 buffers), HBM bound */
-    e->mlp_acc_s = ceil(x->s / T) * f->mlp_grad_acc_bytes * x->m * x->D * x->F / hw->hbm_bw;
-    e->mlp_layer_s = f->mlp_passes * mlp_fwd + e->mlp_acc_s;
+     * accumulator: bf16 .grad or fp32 buffers), HBM bound; an untiled MLP's GEMM writes it */
+    e->mlp_acc_s = su->tiled_mlp ? ceil(tok / T) * f->mlp_grad_acc_bytes * x->m * x->D * x->F / hw->hbm_bw : 0;
+    e->mlp_passes = (su->tiled_mlp ? f->mlp_passes : 4.0) - (full ? 0 : 1);
+    e->mlp_layer_s = e->mlp_passes * mlp_fwd + e->mlp_acc_s;
     /* two RMSNorms (read + write [s, D]) and two residual adds (two reads, one write) per
      * pass, HBM bound; passes: forward, recompute, backward counted twice */
-    e->norm_layer_s = 4 * (2 * 2 + 2 * 3) * sD * BF16 / hw->hbm_bw;
+    e->norm_layer_s = (full ? 4 : 3) * (2 * 2 + 2 * 3) * sD * BF16 / hw->hbm_bw;
     /* parameter traffic: FSDP2 all-gathers the bf16 layer for the forward and once more
      * for the recompute and backward (reshard after forward), then reduce-scatters the
      * gradients in reduce_dtype; ZeRO-3 gathers for the forward, the recompute and the
      * backward separately (it releases each module's parameters after use).  Bus bytes
-     * (C-1)/C of the full size; network bandwidth when C spans nodes */
+     * (C-1)/C of the full size; network bandwidth when C spans nodes.  Below ZeRO-3 the
+     * parameters are replicated: only the gradients' reduction (all-reduce without
+     * sharding), per micro-batch in the layers, or once per step (grad_sync_per_step) */
     int gpn = hw->gpus_per_node > 0 ? hw->gpus_per_node : 8;
-    double bw = x->C > gpn ? hw->inter_busbw : hw->coll_busbw;
-    double lat = x->C > gpn ? hw->inter_lat : hw->coll_lat;
-    double gathers = f->rs_params > 0 ? 3 : 2;
-    e->fsdp_layer_s = x->C > 1 ? (gathers * BF16 + f->grad_reduce_bytes) * x->p_layer * (x->C - 1) / x->C / bw +
-                                     (gathers + 1) * lat
+    double bw = x->N > gpn ? hw->inter_busbw : hw->coll_busbw;
+    double lat = x->N > gpn ? hw->inter_lat : hw->coll_lat;
+    double gathers = su->zero >= 3 ? (f->rs_params != 0 ? (full ? 3 : 2) : 2) : 0;
+    double reduce = su->zero == 0 ? 2 : 1;
+    double per_layer_reduce = su->zero >= 3 || !f->grad_sync_per_step ? reduce : 0;
+    e->fsdp_layer_s = x->N > 1 ? (gathers * BF16 + per_layer_reduce * f->grad_reduce_bytes) * x->p_layer * (x->N - 1) / x->N / bw +
+                                     (gathers + per_layer_reduce) * lat
                                : 0;
+    /* parameter offload (or FSDP2's CPU offload, where the parameters are the master): each
+     * gather first copies this GPU's shard from host memory */
+    if (su->param_offload || (su->opt_cpu && !su->copy16_eff)) e->fsdp_layer_s += gathers * BF16 * x->p_layer / x->N / host_copy_bw(hw, x, 0);
     /* checkpoint offload: [s, D] bf16 to the host in the forward and back in the backward
      * for every offloaded layer, while every GPU of the node does the same; pageable above
      * the framework's pinning limit */
-    double offloaded = (x->L - f->ckpt_device_layers) / x->L;
+    double offloaded = offload ? (x->L - f->ckpt_device_layers) / x->L : 0;
     e->ckpt_layer_s = offloaded > 0 ? offloaded * 2 * sD * BF16 / host_copy_bw(hw, x, e->ckpt_pageable) : 0;
     /* The checkpoint copies of save_on_cpu / DeepSpeed's checkpoint_in_cpu run on the
      * compute stream: they add to the layer's compute.  Parameter traffic has its own
@@ -268,30 +343,74 @@ static void timing(cpb_model_estimate *e, const shape *x, const cpb_sim_hw *hw)
     e->layer_s = compute;
     if (e->fsdp_layer_s > e->layer_s) e->layer_s = e->fsdp_layer_s;
     if (!f->ckpt_blocking && e->ckpt_layer_s > e->layer_s) e->layer_s = e->ckpt_layer_s;
-    /* LM head: forward 2*s*D*V, backward (dX and dW) twice that, in chunks of the loss */
-    double chunk = loss_chunk(f, x);
+    /* LM head: forward 2*s*D*V, backward (dX and dW) twice that, in chunks of the loss (the
+     * whole micro-batch at once without a fused loss) */
+    double chunk = su->fused_loss ? loss_chunk(f, x, tok) : tok;
     double head_eff = cpb_sim_gemm_eff(hw, (int64_t)chunk, (int64_t)x->V, (int64_t)x->D, 1);
-    double head_flops = 3 * 2 * x->s * x->D * x->V;
-    if (f->loss == CPB_LOSS_FPDT_CHUNKED) head_flops += 2 * x->s * x->D * x->V; /* its backward recomputes the logits */
+    double head_flops = 3 * 2 * tok * x->D * x->V;
+    if (su->fused_loss && f->loss == CPB_LOSS_FPDT_CHUNKED) head_flops += 2 * tok * x->D * x->V; /* its backward recomputes the logits */
     e->head_s = head_flops / (hw->peak_flops * head_eff);
     /* the loss's element-wise passes over the fp32 logits [s, V]: Liger's fused kernel
      * writes them and reads and rewrites them as the gradient (12 bytes per logit);
      * FPDT_LogitsLoss runs .float(), softmax, log and nll forward and recomputes the
      * softmax, subtracts, scales and casts backward (~54 bytes per logit), and copies the
-     * final hidden state to the host (pageable .to('cpu')) and back chunk by chunk */
-    if (f->loss == CPB_LOSS_FPDT_CHUNKED)
-        e->loss_s = 54 * x->s * x->V / hw->hbm_bw + 2 * sD * BF16 / host_copy_bw(hw, x, 1);
+     * final hidden state to the host (pageable .to('cpu')) and back chunk by chunk; the
+     * whole logits: the upcast (2 + 4), log-softmax (4 + 4), its backward (4 + 4) and the
+     * cast back (4 + 2): 28 bytes per logit [EST] */
+    if (!su->fused_loss)
+        e->loss_s = 28 * tok * x->V / hw->hbm_bw;
+    else if (f->loss == CPB_LOSS_FPDT_CHUNKED)
+        e->loss_s = 54 * tok * x->V / hw->hbm_bw + 2 * sD * BF16 / host_copy_bw(hw, x, 1);
     else
-        e->loss_s = 12 * x->s * x->V / hw->hbm_bw;
+        e->loss_s = 12 * tok * x->V / hw->hbm_bw;
     /* and each chunk adds its head-gradient product into the [V, D] accumulator */
-    e->loss_s += ceil(x->s / chunk) * f->head_grad_acc_bytes * x->V * x->D / hw->hbm_bw;
-    /* the optimizer over this GPU's shard, HBM bound */
-    e->optimizer_s = f->optimizer_bytes * x->p_total / x->C / hw->hbm_bw;
-    e->step_s = x->L * e->layer_s + e->head_s + e->loss_s + e->optimizer_s;
+    if (su->fused_loss) e->loss_s += ceil(tok / chunk) * f->head_grad_acc_bytes * x->V * x->D / hw->hbm_bw;
+    /* the optimizer over this GPU's shard (the whole model below ZeRO-1), HBM bound on the
+     * GPU; on the CPU (offload): Adam's pass over the fp32 master, gradient, m and v in
+     * host memory (28 bytes per parameter, and the 16-bit copy written: 2) while every GPU
+     * of the node steps its own shard, over the node's host memory bandwidth, plus the
+     * PCIe copies: the 16-bit gradients down and the updated 16-bit parameters back up
+     * [ZO]; counted after the backward, not overlapped with it [EST] */
+    double shard = su->zero >= 1 ? x->p_total / x->N : x->p_total;
+    double opt_gpu = su->zero >= 1 ? f->optimizer_bytes * x->p_total / x->N / hw->hbm_bw
+                                   : f->optimizer_bytes * x->p_total / hw->hbm_bw;
+    e->opt_host_s = e->opt_pcie_s = 0;
+    if (su->opt_cpu) {
+        double sharing = x->W < gpn ? x->W : gpn;
+        e->opt_host_s = (28 + (su->copy16_eff ? 2 : 0)) * shard * sharing / prof->host_mem_bw;
+        e->opt_pcie_s = (su->grad_bytes + BF16) * shard / host_copy_bw(hw, x, 0);
+        e->optimizer_s = e->opt_host_s + e->opt_pcie_s;
+    } else {
+        e->optimizer_s = opt_gpu;
+    }
+    /* per step, ZeRO 1-2: the updated 16-bit parameters all-gathered; and the gradients
+     * reduced once per step where the framework does so */
+    e->step_comm_s = 0;
+    if (x->N > 1 && su->zero < 3) {
+        if (su->zero >= 1) e->step_comm_s += BF16 * x->p_total * (x->N - 1) / x->N / bw + lat;
+        if (f->grad_sync_per_step)
+            e->step_comm_s += reduce * f->grad_reduce_bytes * x->p_total * (x->N - 1) / x->N / bw + lat;
+    }
+    /* HSDP: each replica's gradient shard all-reduced across the replicas (2 (R-1)/R of it
+     * on the bus), over the network when the world spans nodes; per micro-batch unless the
+     * framework reduces once per step */
+    if (su->hsdp && su->dp > 1) {
+        double R = su->dp, wbw = x->W > gpn ? hw->inter_busbw : hw->coll_busbw,
+               wlat = x->W > gpn ? hw->inter_lat : hw->coll_lat;
+        double ar = 2 * f->grad_reduce_bytes * x->p_total / x->N * (R - 1) / R / wbw + wlat;
+        e->step_comm_s += (f->grad_sync_per_step ? 1 : K) * ar;
+    }
+    /* a micro-batch: every layer, the head and the loss; the step: K micro-batches, the
+     * optimizer and what is paid once per step */
+    e->micro_s = x->L * e->layer_s + e->head_s + e->loss_s;
+    e->step_s = K * e->micro_s + e->optimizer_s + e->step_comm_s;
     /* model FLOPs without the recomputation, under both conventions of results/README.md
      * (causal: per layer the attention layer's FLOPs of DESIGN section 6 plus the MLP's
-     * 3 x (m x 2 S D F), plus the head's 3 x 2 S D V; megatron: Megatron-LM's count) */
+     * 3 x (m x 2 S D F), plus the head's 3 x 2 S D V; megatron: Megatron-LM's count); per
+     * sequence, B x K sequences per step */
     cpb_model_flops(&e->p, e->spec, &e->model_flops, &e->model_flops_megatron);
+    e->model_flops *= B * K;
+    e->model_flops_megatron *= B * K;
 }
 
 int cpb_model_estimate_new(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts *o,
@@ -307,16 +426,16 @@ int cpb_model_estimate_new(const cpb_problem *p, const cpb_method *m, const cpb_
                  p->model[0] ? p->model : "(custom shape)");
         return CPB_ERR_INVALID;
     }
-    const char *fw_name = cpb_knob_str(p, "framework");
-    const cpb_framework *fw = cpb_framework_find(fw_name);
-    if (!fw) {
-        snprintf(err, err_len, "--framework: unknown training setup '%s' (valid: %s)", fw_name,
-                 cpb_framework_names());
-        return CPB_ERR_INVALID;
-    }
+    cpb_setup setup;
+    CPB_TRY(cpb_setup_of(p, &setup, err, err_len));
+    const cpb_framework *fw = setup.fw;
     cpb_gpu_profile prof;
     int prc = cpb_sim_profile(o, p, &prof, err, err_len);
     if (prc != CPB_OK) return prc;
+    if (setup.fp8 && !(prof.fp8_flops > 0)) {
+        snprintf(err, err_len, "--linear-dtype fp8: the %s profile has no fp8 tensor-core rate", prof.name);
+        return CPB_ERR_INVALID;
+    }
     cpb_model_estimate *e = calloc(1, sizeof *e);
     if (!e) {
         snprintf(err, err_len, "out of host memory");
@@ -325,6 +444,7 @@ int cpb_model_estimate_new(const cpb_problem *p, const cpb_method *m, const cpb_
     e->p = *p;
     e->spec = sp;
     e->fw = fw;
+    e->setup = setup;
     e->m = m;
     snprintf(e->gpu, sizeof e->gpu, "%s", prof.name);
     e->capacity = o->mem_cap > 0 ? o->mem_cap : cpb_gpu_profile_usable(&prof);
@@ -347,9 +467,13 @@ int cpb_model_estimate_new(const cpb_problem *p, const cpb_method *m, const cpb_
         return CPB_OK;
     }
     shape x = shape_of(p, sp);
+    /* the layout: the context-parallel group of C GPUs, replicated dp times; the states
+     * sharded over every GPU or within a replica (HSDP) */
+    x.W = x.C * setup.dp;
+    x.N = setup.hsdp ? x.C : x.W;
     e->params = x.p_total;
     memory(e, &x);
-    timing(e, &x, &prof.hw);
+    timing(e, &x, &prof);
     const cpb_model_mem *pk = &e->moment[e->peak_moment];
     /* the reason names what bounds the run: device memory or host memory */
     if (pk->total > e->capacity) {
@@ -358,9 +482,12 @@ int cpb_model_estimate_new(const cpb_problem *p, const cpb_method *m, const cpb_
                  pk->total / 1073741824.0, cpb_model_moment_name(e->peak_moment), e->capacity / 1073741824.0);
     } else if (e->host_bytes > e->host_capacity) {
         e->status = CPB_ERR_NOMEM_HOST;
-        snprintf(e->reason, sizeof e->reason, "host memory: needs %.2f GiB per GPU for offloaded checkpoints%s, "
+        char states[96] = "";
+        if (e->host_states > 0)
+            snprintf(states, sizeof states, " and the offloaded model states (%.2f GiB)", e->host_states / 1073741824.0);
+        snprintf(e->reason, sizeof e->reason, "host memory: needs %.2f GiB per GPU for offloaded checkpoints%s%s, "
                  "%.2f GiB available (node host memory / GPUs per node; --host-ram)%s", e->host_bytes / 1073741824.0,
-                 e->attn.host_peak_bytes ? " and the method's host buffers" : "", e->host_capacity / 1073741824.0,
+                 e->attn.host_peak_bytes ? " and the method's host buffers" : "", states, e->host_capacity / 1073741824.0,
                  e->ckpt_pageable ? "" : "; pinned checkpoint copies are rounded up to powers of two by PyTorch's "
                                          "caching host allocator");
     }

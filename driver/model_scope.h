@@ -2,8 +2,12 @@
  * with one context-parallel method for its attention layers (docs/simulator.md lists every
  * assumption; model_scope.c states each in place).
  *
- * Everything around the attention layer follows a training setup, `--framework`
- * (cpb_framework: TorchTitan FSDP2 by default, or Megatron-DeepSpeed ZeRO-3).  Memory per
+ * Everything around the attention layer follows a training setup: a set of parts (cpb_setup,
+ * model_scope_setup.c: sharding, optimizer and parameter offload, master and gradient dtypes,
+ * checkpointing and its offload, tiled MLP, fused loss, fp8 MLP, micro-batch, accumulation,
+ * replicas and their shard group), each a knob, bundled by a `--framework` preset
+ * (cpb_framework: TorchTitan FSDP2 by default, Megatron-DeepSpeed ZeRO-3, ALST, HF ZeRO-3,
+ * plain TorchTitan CP, Megatron) and overridden part by part on the command line.  Memory per
  * GPU: the sharded model states, the gathered layer(s) and gradient buffers, the
  * reduce-scatter buffer in flight, the checkpointed layer inputs kept on the device, the
  * residual-stream buffers, the MLP tile and the loss chunk, plus the attention layer's
@@ -103,7 +107,72 @@ typedef struct cpb_framework {
     int mlp_grad_acc_bytes;  /* HBM bytes per MLP weight element per tile to add the tile's weight gradient */
     int loss;                /* CPB_LOSS_* */
     int head_grad_acc_bytes; /* HBM bytes per LM-head element per loss chunk to add its gradient */
+    /* ---- the preset's parts (model_scope_setup.c: each a knob the command line overrides) */
+    int zero;                /* sharding stage of the model states: 0 none (DDP), 1 optimizer states, 2 + gradients,
+                                3 + parameters (ZeRO-3, FSDP full shard) */
+    int opt_cpu;             /* 1: optimizer states (fp32 master, Adam m, v) and step on the CPU */
+    int param_offload;       /* 1: the sharded 16-bit parameters live in host memory */
+    int master_bytes;        /* dtype of the weights the optimizer updates (4: fp32) */
+    int grad_bytes;          /* dtype of the stored (accumulated) gradients */
+    int copy16;              /* 1: a separate 16-bit compute copy of the parameters beside an fp32 master (DeepSpeed,
+                                Megatron); 0: the stored parameters are the master (FSDP2) */
+    int ckpt;                /* CPB_CKPT_* */
+    int ckpt_offload;        /* 1: checkpointed layer inputs go to host memory */
+    int tiled_mlp;           /* 1: the MLP runs in tiles of the sequence (mlp_tile), else at once */
+    int fused_loss;          /* 1: the loss never holds the whole [s, V] logits (loss kind above), else logits at once */
+    int grad_sync_per_step;  /* 1: gradients reduced once per optimizer step (after the last micro-batch); 0: every
+                                micro-batch */
+    const char *parts_source;/* where the parts come from */
+    const char *half;        /* the 16-bit dtype's name: "fp16" or (NULL) "bf16" */
 } cpb_framework;
+
+/* activation checkpointing: none (every layer keeps its saved activations), full (each layer's
+ * input; the layer recomputed in the backward), selective (Megatron's: the attention core
+ * recomputed, everything else kept) */
+enum { CPB_CKPT_NONE = 0, CPB_CKPT_FULL, CPB_CKPT_SELECTIVE };
+
+/* The training setup as parts (model_scope_setup.c): the preset's values with the command
+ * line's overrides, each with where its value came from. */
+enum { CPB_PART_ZERO = 0, CPB_PART_OPTIMIZER, CPB_PART_PARAM_OFFLOAD, CPB_PART_MASTER, CPB_PART_GRAD,
+       CPB_PART_CKPT, CPB_PART_CKPT_OFFLOAD, CPB_PART_TILED_MLP, CPB_PART_FUSED_LOSS, CPB_PART_LINEAR,
+       CPB_PART_MICRO_BATCH, CPB_PART_GRAD_ACCUM, CPB_PART_DP, CPB_PART_SHARD_GROUP, CPB_PART_COUNT };
+typedef struct cpb_setup {
+    const cpb_framework *fw;
+    int zero, opt_cpu, param_offload, master_bytes, grad_bytes, ckpt, ckpt_offload, tiled_mlp, fused_loss;
+    int fp8;                 /* linear layers outside attention (MLP) in fp8 */
+    int copy16_eff;          /* a 16-bit compute copy beside an fp32 master is kept */
+    int micro_batch, grad_accum;
+    int dp;                  /* data-parallel replicas of the context-parallel group (--gpus GPUs each) */
+    int hsdp;                /* 1: the states are sharded within a replica (HSDP); 0: over every GPU */
+    int from_cli[CPB_PART_COUNT]; /* 1: given on the command line; 0: the preset's or the default */
+    /* bytes per parameter of the model states, derived from the parts: replicated and
+     * sharded (over the GPUs), on the device and in host memory */
+    double dev_rep, dev_sh, host_rep, host_sh;
+    double p16, master, grad, moments; /* the components (0 when absent) */
+} cpb_setup;
+/* the setup of p (its --framework and parts); CPB_ERR_INVALID with err for an unknown preset */
+int cpb_setup_of(const cpb_problem *p, cpb_setup *out, char *err, size_t err_len);
+/* the part's name, its value as text, and where it came from ("preset torchtitan", "command line") */
+const char *cpb_setup_part_name(int part);
+void cpb_setup_part_value(const cpb_setup *s, int part, char *buf, size_t len);
+void cpb_setup_part_origin(const cpb_setup *s, int part, char *buf, size_t len);
+/* bytes per parameter as text: "16 = fp32 master 4 + fp32 grads 4 + Adam m, v 8 (sharded)" */
+void cpb_setup_bytes_text(const cpb_setup *s, char *buf, size_t len);
+/* The assumptions block: one line per part with its value and where it came from, each
+ * line starting with `prefix` ("", "# ") */
+void cpb_setup_print_assumptions(FILE *f, const cpb_setup *s, const char *prefix);
+/* "the optimizer offloaded to the CPU (--optimizer cpu), ..." : the usual fixes for a model
+ * that does not fit that the setup does not already have ("" when none) */
+void cpb_setup_fixes(const cpb_setup *s, char *buf, size_t len);
+/* the same for the knobs given on the command line (a sweep's or plan's header) */
+int cpb_setup_print_given(FILE *f, const cpb_knobs *given, const char *prefix);
+int cpb_setup_fixes_given(const cpb_knobs *given, char *buf, size_t len);
+/* `cpbench list`: every preset with its parts */
+void cpb_framework_list_print(FILE *f);
+/* the parts' knobs (every model-scope point) */
+extern const cpb_knob cpb_setup_knobs[];
+int cpb_framework_count(void);
+const cpb_framework *cpb_framework_at(int i);
 
 /* `name` (NULL or "" = torchtitan, the default); NULL when unknown */
 const cpb_framework *cpb_framework_find(const char *name);
@@ -139,6 +208,7 @@ typedef struct cpb_model_estimate {
     cpb_problem p;
     const cpb_model_spec *spec;
     const cpb_framework *fw;
+    cpb_setup setup;                /* the parts: fw's, overridden by the command line */
     const cpb_method *m;
     char gpu[32];
     int status;                     /* CPB_OK, CPB_ERR_OOM (device), CPB_ERR_NOMEM_HOST, or the
@@ -155,8 +225,14 @@ typedef struct cpb_model_estimate {
     double attn_layer_s;            /* forward + recomputed forward + backward */
     double mlp_layer_s, norm_layer_s, fsdp_layer_s, ckpt_layer_s, layer_s;
     double mlp_acc_s;               /* of mlp_layer_s: adding each tile's weight gradient */
+    double mlp_passes;              /* MLP forward-equivalents per layer (the setup's) */
     double loss_s;                  /* the loss's element-wise passes and copies */
     double head_s, optimizer_s, step_s;
+    int64_t host_states;            /* model states in host memory per GPU (optimizer / parameter offload) */
+    double opt_host_s, opt_pcie_s;  /* of optimizer_s: a CPU optimizer's pass over host memory, its PCIe copies */
+    double step_comm_s;             /* per optimizer step: parameter all-gather / gradient reduction outside the
+                                       layers (ZeRO 0-2) */
+    double micro_s;                 /* one micro-batch: layers, head and loss */
     double model_flops;             /* per step, without the recomputation (cpb_row_rates) */
     double model_flops_megatron;    /* the same counted as Megatron-LM does (cpb_model_flops) */
     cpb_row attn;                   /* the attention layer on the simulator */

@@ -11,7 +11,32 @@
  *         FPDT_LogitsLoss of megatron/patch/fpdt_layer.py)
  *   [FSDP2] torch.distributed.fsdp.fully_shard / MixedPrecisionPolicy documentation
  *   [DSC] DeepSpeed configuration documentation (zero_optimization defaults)
- *   [DSAC] deepspeed/runtime/activation_checkpointing/checkpointing.py (v0.17.4) */
+ *   [DSAC] deepspeed/runtime/activation_checkpointing/checkpointing.py (v0.17.4)
+ *   [ZO]  DeepSpeed ZeRO-Offload tutorial (deepspeed.ai/tutorials/zero-offload) and the
+ *         configuration documentation's zero_optimization.offload_optimizer / offload_param
+ *   [ALST] DeepSpeed's Arctic Long Sequence Training tutorial
+ *         (deepspeed.ai/tutorials/ulysses-alst-sequence-parallelism) and its paper,
+ *         arXiv 2506.13996: Ulysses SP with ZeRO-3, CPU optimizer offload, TiledMLP,
+ *         tiled fused logits+loss, activation checkpoint offload to the CPU
+ *   [HFDS] Hugging Face Transformers' DeepSpeed guide (huggingface.co/docs/transformers/
+ *         deepspeed: the ZeRO-3 template with offload_optimizer device cpu, "auto" bucket
+ *         sizes) and TrainingArguments(gradient_checkpointing=True): torch.utils.checkpoint
+ *         around each decoder layer, its input kept on the GPU; LlamaForCausalLM computes
+ *         the whole [s, V] logits and upcasts them to fp32 for the cross-entropy
+ *   [TTD] TorchTitan's documentation and JobConfig: parallelism.context_parallel_degree,
+ *         activation_checkpoint.mode = none | selective | full, FSDP2 (fully_shard) with
+ *         MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32); the loss is
+ *         cross_entropy over the fp32 logits
+ *   [MCDO] Megatron Core's distributed optimizer guide (docs.nvidia.com/megatron-core/
+ *         developer-guide/latest/api-guide/dist_optimizer.html): bf16 parameters with fp32
+ *         main gradients take 6 + 12/d bytes per parameter; fp32 main parameters for the step
+ *   [MCR] Megatron Bridge / Megatron Core activation recomputation
+ *         (recompute_granularity = selective, recompute_modules = [core_attn]): with a fused
+ *         (flash / cuDNN) attention the core already keeps no score matrix, so selective
+ *         recompute saves nothing more and repeats the attention core's forward
+ *   [MCDDP] Megatron Core DistributedDataParallelConfig: gradient buckets of
+ *         max(40M, 1M x dp) parameters, reduced once per step with overlap_grad_reduce */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -66,6 +91,11 @@ static const cpb_framework frameworks[] = {
         .head_grad_acc_bytes = 4,
         .source = "github.com/togethercomputer/Untied-Ulysses torchtitan/ (FSDP2, TiledMLP, save_on_cpu "
                   "offload, Liger fused linear cross-entropy)",
+        /* [FSDP2] fully_shard = ZeRO-3; the fp32 sharded parameters are the master, fp32
+         * gradients, Adam on the GPU */
+        .zero = 3, .opt_cpu = 0, .param_offload = 0, .master_bytes = 4, .grad_bytes = 4, .copy16 = 0,
+        .ckpt = CPB_CKPT_FULL, .ckpt_offload = 1, .tiled_mlp = 1, .fused_loss = 1, .grad_sync_per_step = 0,
+        .parts_source = "[TT], [FSDP2]",
     },
     {
         .name = "deepspeed",
@@ -109,6 +139,95 @@ static const cpb_framework frameworks[] = {
         .head_grad_acc_bytes = 12,
         .source = "github.com/togethercomputer/Untied-Ulysses FPDT/Megatron-DeepSpeed (ZeRO-3 fp16, "
                   "checkpoint-in-cpu, FPDT_FFN, FPDT_LogitsLoss); DeepSpeed 0.17.4",
+        /* [MDS] ZeRO-3 with --fp16: 16-bit parameters and gradients, an fp32 master */
+        .zero = 3, .opt_cpu = 0, .param_offload = 0, .master_bytes = 4, .grad_bytes = 2, .copy16 = 1,
+        .ckpt = CPB_CKPT_FULL, .ckpt_offload = 1, .tiled_mlp = 1, .fused_loss = 1, .grad_sync_per_step = 0,
+        .parts_source = "[MDS], [DSC], [DSAC]", .half = "fp16",
+    },
+    {
+        .name = "alst",
+        .summary = "DeepSpeed Arctic Long Sequence Training: ZeRO-3 bf16 with the optimizer offloaded to the CPU, "
+                   "TiledMLP, tiled fused logits and loss, checkpointed layer inputs offloaded to the CPU",
+        /* [ALST] ZeRO-3 bf16: 16-bit parameters and gradients and an fp32 master; with
+         * offload_optimizer the master, Adam m, v and an fp32 gradient partition are in host
+         * memory and DeepSpeedCPUAdam steps there [ZO] */
+        .state_bytes = 16.0,
+        .optimizer_bytes = 32.0, /* used only when --optimizer gpu overrides the offload: as [MDS] */
+        .grad_reduce_bytes = 2, .grad_compute_bytes = 2,
+        /* [DSC] the ZeRO-3 defaults: a 5e7-parameter prefetch bucket, 5e8-element gradient bucket */
+        .prefetch_layers = 0, .prefetch_params = 5e7, .rs_layers = 0, .rs_params = 5e8,
+        /* [ALST] every layer's checkpointed input offloaded to the CPU; [EST] as DeepSpeed's
+         * checkpoint_in_cpu a copy on the compute stream; pinned at every length [EST] */
+        .ckpt_device_layers = 0, .ckpt_blocking = 1, .pin_max_tokens = INT64_MAX,
+        /* [ALST] TiledMLP: tiles of about D tokens (ceil(s / D) shards), the tile's forward
+         * recomputed in its backward: as [TT], whose TiledMLP is ALST's */
+        .mlp_tile = CPB_MLP_TILE_HIDDEN, .mlp_passes = 5.0, .mlp_tile_buffers = 6, .mlp_fp32_grads = 0,
+        .mlp_grad_acc_bytes = 8,
+        /* [ALST] tiled fused logits + loss: chunks whose logits are about one [s, D] */
+        .loss = CPB_LOSS_FUSED_LINEAR_CE, .head_grad_acc_bytes = 4,
+        .source = "DeepSpeed ALST tutorial (deepspeed.ai/tutorials/ulysses-alst-sequence-parallelism); "
+                  "arXiv 2506.13996",
+        .zero = 3, .opt_cpu = 1, .param_offload = 0, .master_bytes = 4, .grad_bytes = 2, .copy16 = 1,
+        .ckpt = CPB_CKPT_FULL, .ckpt_offload = 1, .tiled_mlp = 1, .fused_loss = 1, .grad_sync_per_step = 0,
+        .parts_source = "[ALST], [ZO], [DSC]",
+    },
+    {
+        .name = "hf-zero3",
+        .summary = "Hugging Face Trainer/Accelerate with DeepSpeed ZeRO-3 bf16, optimizer offloaded to the CPU, "
+                   "gradient checkpointing with the layer inputs on the GPU, plain MLP and loss",
+        .state_bytes = 16.0, .optimizer_bytes = 32.0,
+        .grad_reduce_bytes = 2, .grad_compute_bytes = 2,
+        /* [HFDS] the template's "auto" sizes: reduce_bucket_size = D^2,
+         * stage3_prefetch_bucket_size = 0.9 D^2 (set per model: prefetch_params/rs_params
+         * below are for D = 4096 and replaced from the model's D in model_scope.c) */
+        .prefetch_layers = 0, .prefetch_params = -0.9, .rs_layers = 0, .rs_params = -1.0,
+        .ckpt_device_layers = 0, .ckpt_blocking = 1, .pin_max_tokens = 0,
+        /* plain SwiGLU MLP under autograd (the tile fields apply only with --tiled-mlp on) */
+        .mlp_tile = CPB_MLP_TILE_HIDDEN, .mlp_passes = 5.0, .mlp_tile_buffers = 6, .mlp_fp32_grads = 0,
+        .mlp_grad_acc_bytes = 8,
+        .loss = CPB_LOSS_FUSED_LINEAR_CE, .head_grad_acc_bytes = 4,
+        .source = "huggingface.co/docs/transformers/deepspeed (ZeRO-3 + offload_optimizer cpu template); "
+                  "TrainingArguments.gradient_checkpointing",
+        .zero = 3, .opt_cpu = 1, .param_offload = 0, .master_bytes = 4, .grad_bytes = 2, .copy16 = 1,
+        .ckpt = CPB_CKPT_FULL, .ckpt_offload = 0, .tiled_mlp = 0, .fused_loss = 0, .grad_sync_per_step = 0,
+        .parts_source = "[HFDS], [ZO]",
+    },
+    {
+        .name = "torchtitan-cp",
+        .summary = "plain TorchTitan context parallel: FSDP2 (fp32 sharded params, bf16 compute), full activation "
+                   "checkpointing with the layer inputs on the GPU, plain MLP and loss",
+        .state_bytes = 16.0, .optimizer_bytes = 28.0,
+        .grad_reduce_bytes = 4, .grad_compute_bytes = 2,
+        .prefetch_layers = 1.0, .prefetch_params = 0, .rs_layers = 1.0, .rs_params = 0,
+        .ckpt_device_layers = 0, .ckpt_blocking = 1, .pin_max_tokens = 0,
+        .mlp_tile = CPB_MLP_TILE_HIDDEN, .mlp_passes = 5.0, .mlp_tile_buffers = 6, .mlp_fp32_grads = 0,
+        .mlp_grad_acc_bytes = 8,
+        .loss = CPB_LOSS_FUSED_LINEAR_CE, .head_grad_acc_bytes = 4,
+        .source = "github.com/pytorch/torchtitan (context_parallel_degree, activation_checkpoint.mode = full, "
+                  "FSDP2)",
+        .zero = 3, .opt_cpu = 0, .param_offload = 0, .master_bytes = 4, .grad_bytes = 4, .copy16 = 0,
+        .ckpt = CPB_CKPT_FULL, .ckpt_offload = 0, .tiled_mlp = 0, .fused_loss = 0, .grad_sync_per_step = 0,
+        .parts_source = "[TTD], [FSDP2]",
+    },
+    {
+        .name = "megatron",
+        .summary = "Megatron-LM / Megatron Core: distributed optimizer (bf16 params, fp32 main grads, sharded fp32 "
+                   "master and Adam), selective recompute of the attention core, plain MLP, logits at once",
+        /* [MCDO] 6 + 12/d bytes per parameter */
+        .state_bytes = 18.0,
+        /* Adam over the fp32 shard (16 read, 12 written) and the bf16 parameter written back (2) */
+        .optimizer_bytes = 30.0,
+        .grad_reduce_bytes = 4, .grad_compute_bytes = 2,
+        /* parameters replicated: nothing gathered; [MCDDP] 4e7-parameter fp32 gradient buckets */
+        .prefetch_layers = 0, .prefetch_params = 0, .rs_layers = 0, .rs_params = 4e7,
+        .ckpt_device_layers = 0, .ckpt_blocking = 1, .pin_max_tokens = 0,
+        .mlp_tile = CPB_MLP_TILE_HIDDEN, .mlp_passes = 5.0, .mlp_tile_buffers = 6, .mlp_fp32_grads = 0,
+        .mlp_grad_acc_bytes = 8,
+        .loss = CPB_LOSS_FUSED_LINEAR_CE, .head_grad_acc_bytes = 4,
+        .source = "Megatron Core distributed optimizer and activation recomputation guides (docs.nvidia.com)",
+        .zero = 1, .opt_cpu = 0, .param_offload = 0, .master_bytes = 4, .grad_bytes = 4, .copy16 = 1,
+        .ckpt = CPB_CKPT_SELECTIVE, .ckpt_offload = 0, .tiled_mlp = 0, .fused_loss = 0, .grad_sync_per_step = 1,
+        .parts_source = "[MCDO], [MCR], [MCDDP]",
     },
 };
 
@@ -116,8 +235,10 @@ static const cpb_framework frameworks[] = {
 
 /* the choices name the presets above, torchtitan (the first) the default */
 const cpb_knob cpb_model_scope_knobs[] = {
-    {.name = "framework", .type = CPB_KNOB_CHOICE, .def = "torchtitan", .choices = "torchtitan|deepspeed",
-     .arg = "torchtitan|deepspeed", .help = "training setup (default torchtitan)",
+    {.name = "framework", .type = CPB_KNOB_CHOICE, .def = "torchtitan",
+     .choices = "torchtitan|deepspeed|alst|hf-zero3|torchtitan-cp|megatron", .arg = "PRESET",
+     .help = "training setup, a bundle of the parts below (torchtitan, deepspeed, alst, hf-zero3, torchtitan-cp, "
+             "megatron; default torchtitan; `cpbench list` shows their parts)",
      .points = CPB_KNOB_MODEL_SCOPE_POINTS, .setup = 1},
     {NULL}};
 
@@ -131,11 +252,21 @@ const cpb_framework *cpb_framework_find(const char *name)
 
 const char *cpb_framework_names(void)
 {
-    static char names[128];
+    static char names[256];
     if (!names[0]) {
         size_t len = 0;
         for (int i = 0; i < NFRAMEWORKS; i++)
             len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", i ? ", " : "", frameworks[i].name);
     }
     return names;
+}
+
+int cpb_framework_count(void)
+{
+    return NFRAMEWORKS;
+}
+
+const cpb_framework *cpb_framework_at(int i)
+{
+    return i >= 0 && i < NFRAMEWORKS ? &frameworks[i] : NULL;
 }

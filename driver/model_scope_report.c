@@ -23,10 +23,16 @@ void cpb_model_estimate_print(FILE *f, const cpb_model_estimate *e)
     cpb_model_spec_describe(e->spec, desc, sizeof desc);
     fprintf(f, "model: %s\n", desc);
     fprintf(f, "framework: %s — %s\n", e->fw->name, e->fw->summary);
+    cpb_setup_print_assumptions(f, &e->setup, "");
     fprintf(f, "status: %s%s%s\n", e->status == CPB_OK ? "ok" : e->status == CPB_ERR_OOM ? "oom" :
             e->status == CPB_ERR_NOMEM_HOST ? "host-oom" : cpb_status_name(e->status),
             e->reason[0] ? " — " : "", e->reason);
     if (e->attn.code != CPB_OK) return;
+    if (e->status == CPB_ERR_OOM) {
+        char fx[512];
+        cpb_setup_fixes(&e->setup, fx, sizeof fx);
+        if (fx[0]) fprintf(f, "  the usual fixes this setup does not have yet: %s\n", fx);
+    }
     fprintf(f, "memory per GPU (GiB) at each candidate peak; usable %.2f:\n", gib(e->capacity));
     fprintf(f, "  %-20s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n", "moment", "states", "gathered", "rs buf",
             "attn W", "attn act", "ckpt", "residual", "mlp/loss", "total");
@@ -39,14 +45,25 @@ void cpb_model_estimate_print(FILE *f, const cpb_model_estimate *e)
     cpb_model_buckets b = cpb_model_mem_buckets(&e->moment[e->peak_moment]);
     fprintf(f, "peak in three buckets: model states %.2f GiB, attention activations %.2f GiB, other %.2f GiB\n",
             gib(b.model), gib(b.attn_act), gib(b.other));
-    fprintf(f, "host per GPU: %.2f GiB of %.2f GiB (checkpoint copies %s)\n", gib(e->host_bytes),
-            gib(e->host_capacity), e->ckpt_pageable ? "pageable" : "pinned");
+    fprintf(f, "host per GPU: %.2f GiB of %.2f GiB (checkpoint copies %s", gib(e->host_bytes), gib(e->host_capacity),
+            e->ckpt_pageable ? "pageable" : "pinned");
+    if (e->host_states > 0) fprintf(f, "; offloaded model states %.2f GiB", gib(e->host_states));
+    fprintf(f, ")\n");
     fprintf(f, "time per step (predicted):\n");
     fprintf(f, "  per layer: attention %.3f s (fwd %.3f + recompute %.3f + bwd %.3f), MLP %.3f s, norms %.3f s\n",
             e->attn_layer_s, e->attn.fwd_s, e->attn.fwd_s, e->attn.bwd_s, e->mlp_layer_s, e->norm_layer_s);
     fprintf(f, "             checkpoint copies %.3f s (%s), parameter traffic %.3f s (overlapped) -> %.3f s\n",
             e->ckpt_layer_s, e->fw->ckpt_blocking ? "on the compute stream" : "overlapped", e->fsdp_layer_s, e->layer_s);
-    fprintf(f, "  LM head %.3f s, loss passes %.3f s, optimizer %.3f s\n", e->head_s, e->loss_s, e->optimizer_s);
+    fprintf(f, "  LM head %.3f s, loss passes %.3f s, optimizer %.3f s", e->head_s, e->loss_s, e->optimizer_s);
+    if (e->setup.opt_cpu)
+        fprintf(f, " (on the CPU: %.3f s over host memory + %.3f s of PCIe copies; an estimate, not overlapped)",
+                e->opt_host_s, e->opt_pcie_s);
+    fprintf(f, "\n");
+    if (e->step_comm_s > 0) fprintf(f, "  per step: parameter all-gather / gradient reduction %.3f s\n", e->step_comm_s);
+    if (e->setup.micro_batch > 1 || e->setup.grad_accum > 1)
+        fprintf(f, "  micro-batch of %d sequence%s %.3f s, x %d per step (an estimate: the attention trace of one sequence "
+                "times %d)\n", e->setup.micro_batch, e->setup.micro_batch == 1 ? "" : "s", e->micro_s, e->setup.grad_accum,
+                e->setup.micro_batch);
     cpb_row *row = malloc(sizeof *row);
     if (!row) return;
     cpb_model_estimate_row(e, row);
@@ -77,11 +94,16 @@ static void model_critical_path(const cpb_model_estimate *e, cpb_row *row)
         if (e->fsdp_layer_s >= e->layer_s) fsdp = extra, comm += extra;
         else host += extra;
     }
-    row->crit_compute_s = L * comp + e->head_s + e->loss_s + e->optimizer_s;
-    row->crit_comm_s = L * comm;
-    row->crit_host_s = L * host;
-    for (int k = 0; k < CPB_COLL_KIND_COUNT; k++) row->crit_coll_s[k] = L * e->attn_layer_s * (at > 0 ? a->crit_coll_s[k] / at : 0);
-    row->crit_coll_s[CPB_COLL_ALL_GATHER] += L * fsdp; /* FSDP's gathers (and reduce-scatter) */
+    /* K micro-batches per step; a GPU optimizer is compute, a CPU one host work and copies;
+     * the per-step collectives communication */
+    const double K = e->setup.grad_accum;
+    double opt_gpu = e->setup.opt_cpu ? 0 : e->optimizer_s;
+    row->crit_compute_s = (L * comp + e->head_s + e->loss_s) * K + opt_gpu;
+    row->crit_comm_s = L * comm * K + e->step_comm_s;
+    row->crit_host_s = L * host * K + (e->setup.opt_cpu ? e->optimizer_s : 0);
+    for (int k = 0; k < CPB_COLL_KIND_COUNT; k++)
+        row->crit_coll_s[k] = K * L * e->attn_layer_s * (at > 0 ? a->crit_coll_s[k] / at : 0);
+    row->crit_coll_s[CPB_COLL_ALL_GATHER] += K * L * fsdp + e->step_comm_s; /* FSDP's gathers (and reduce-scatter) */
     row->replayed_ranks = a->replayed_ranks;
     row->sym_op_diff = a->sym_op_diff;
 }
@@ -114,9 +136,13 @@ void cpb_model_estimate_row(const cpb_model_estimate *e, cpb_row *row)
     row->dw_norm = e->attn.dw_norm;
     if (e->status != CPB_OK) return;
     row->step_s = e->step_s;
-    row->fwd_s = e->spec->layers * (e->attn.fwd_s + e->mlp_layer_s / e->fw->mlp_passes); /* the forward pass's share */
+    row->fwd_s = e->setup.grad_accum * e->spec->layers *
+                 (e->setup.micro_batch * e->attn.fwd_s + e->mlp_layer_s / e->mlp_passes); /* the forward pass's share */
     row->bwd_s = e->step_s - row->fwd_s;
     cpb_row_rates(row, e->model_flops, e->model_flops_megatron);
+    /* a step trains micro-batch x accumulation sequences of S tokens */
+    row->tokens_per_s *= (double)e->setup.micro_batch * e->setup.grad_accum;
+    row->tokens_per_s_per_gpu *= (double)e->setup.micro_batch * e->setup.grad_accum;
     row->comm_bytes = e->attn.comm_bytes * e->spec->layers;
     row->pcie_bytes = e->attn.pcie_bytes * e->spec->layers;
     row->nstreams = e->attn.nstreams;

@@ -43,8 +43,8 @@ extern "C" {
 
 #define CPB_RESULTS_SCHEMA "cpbench-results"
 /* Bump when a column changes; files of another version are refused for appending (reading
- * converts by column name and works across versions).  Version 6: results/README.md. */
-#define CPB_RESULTS_SCHEMA_VERSION 6
+ * converts by column name and works across versions).  Version 7: results/README.md. */
+#define CPB_RESULTS_SCHEMA_VERSION 7
 
 typedef struct cpb_results cpb_results; /* an open results file */
 

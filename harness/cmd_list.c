@@ -9,6 +9,7 @@
 #include "cpb_presets.h"
 #include "knobs.h"
 #include "list_json.h"
+#include "model_scope.h"
 #include "registry.h"
 
 /* how the build has the backend (the cuda plugin: where it was found, whether it loaded and
@@ -81,6 +82,8 @@ int cpb_cmd_list(const cpb_cli *c)
         printf("  %-11s %6lld %4d %4d %4d %10.0f  %s\n", p->name, (long long)p->D, p->H, p->G, p->d,
                p->rope_base, p->notes);
     }
+    printf("\n");
+    cpb_framework_list_print(stdout);
     printf("\nBackends:\n");
     const cpb_backend *cuda = NULL;
     for (int i = 0; i < cpb_backend_count(); i++) {

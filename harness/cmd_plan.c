@@ -145,7 +145,10 @@ static void print_header(const ctx *x, const cpb_plan *pl, double seconds)
     printf("#   GPU profile %s: %d per node, %.2f GiB usable per GPU, %.2f GiB host memory per GPU\n", g->name,
            g->hw.gpus_per_node, gib(x->o->sim.mem_cap > 0 ? x->o->sim.mem_cap : cpb_gpu_profile_usable(g)),
            gib(x->o->sim.host_mem_cap > 0 ? x->o->sim.host_mem_cap : cpb_gpu_profile_host_per_gpu(g)));
-    if (x->model) printf("#   framework %s: %s\n", x->fw->name, x->fw->summary);
+    if (x->model) {
+        printf("#   framework %s: %s\n", x->fw->name, x->fw->summary);
+        cpb_setup_print_given(stdout, &x->o->given, "#   ");
+    }
     else printf("#   framework: none (--scope layer: one attention layer, forward and backward)\n");
     char S[32];
     tokens_label(S, sizeof S, x->o->base.S);
@@ -251,7 +254,9 @@ static void run_command(const ctx *x, const cpb_plan_cand *c, char *buf, size_t 
         const cpb_knob_value *v = &c->p.knobs.v[i];
         const cpb_knob *k = cpb_knob_of(c->m, v->name);
         if (!k || (k->type != CPB_KNOB_CHOICE && v->i == 0)) continue;
-        if (k->setup || !cpb_knob_belongs(k, &cpb_backend_sim, x->model ? "model" : "layer")) continue;
+        if (!cpb_knob_belongs(k, &cpb_backend_sim, x->model ? "model" : "layer")) continue;
+        /* the setup's knobs: those given (a part of the training setup), not --framework */
+        if (k->setup && (!strcmp(k->name, "framework") || !cpb_knobs_find(&x->o->given, k->name))) continue;
         char opt[64];
         cpb_knob_option(k, opt, sizeof opt);
         if (k->type == CPB_KNOB_CHOICE) n += (size_t)snprintf(buf + n, len - n, " %s %s", opt, v->s);
@@ -293,6 +298,9 @@ static void print_recommendation(const ctx *x, const cpb_plan *pl)
                        dev ? "host" : "device", gib(cap2), gib(need2 - cap2), 100.0 * (double)(need2 - cap2) / (double)cap2);
             printf("  (more GPUs, a larger GPU profile%s, or a shorter context would be the next things to try)\n",
                    dev && need2 <= cap2 ? "" : " or more host memory (--host-ram)");
+            char fx[512];
+            if (dev && x->model && cpb_setup_fixes_given(&x->o->given, fx, sizeof fx) == CPB_OK && fx[0])
+                printf("  the usual fixes this setup does not have yet: %s\n", fx);
         }
         return;
     }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "model_scope.h"
 #include "fingerprint.h"
 #include "point.h"
 #include "profile_iter.h"
@@ -259,6 +260,7 @@ static void print_banner(const sweep_run *sr, const cpb_method *const *ms, int n
     if (a->out)
         printf("# results: %s (%lld rows already there; their points are not run again)\n", a->out,
                (long long)sr->nprev);
+    if (strcmp(a->scope, "model") == 0) cpb_setup_print_given(stdout, &a->knobs, "# ");
     cpb_progress_header(stdout);
     fflush(stdout);
 }

@@ -199,7 +199,10 @@ def check_out_dir(out):
 # the knob columns follow the fixed ones, the last of which is dw_norm (results/README.md)
 LAST_FIXED_COLUMN = "dw_norm"
 # knobs that describe the setup, not a choice of the run (cpb_knob.setup)
-SETUP_KNOBS = ("framework", "host_ram_bytes")
+SETUP_KNOBS = ("framework", "host_ram_bytes",
+               # the training setup's parts (driver/model_scope_setup.c)
+               "zero", "optimizer", "param_offload", "master_dtype", "grad_dtype", "ckpt", "ckpt_offload",
+               "tiled_mlp", "fused_loss", "linear_dtype", "micro_batch", "grad_accum", "dp", "shard_group")
 
 
 def knob_columns(r):

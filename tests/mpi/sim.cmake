@@ -29,6 +29,18 @@ cpb_cmd_test(sim_run_model_deepspeed ${SIM_EXPECT} 0 - "peak in three buckets: m
 cpb_cmd_test(sim_run_model_host_ram ${SIM_EXPECT} 0 - "host-oom — host memory: needs" --
              ${CPBENCH} run --backend sim --method upipe --model llama3-8b --gpus 8 --seq 1M --scope model
              --seq-stop 1M --host-ram 16G)
-cpb_cmd_test(sim_run_model_unknown_framework ${SIM_EXPECT} 2 - "--framework 'megatron': expected one of torchtitan" --
+cpb_cmd_test(sim_run_model_unknown_framework ${SIM_EXPECT} 2 - "--framework 'nosuch': expected one of torchtitan" --
              ${CPBENCH} run --backend sim --method upipe --model llama3-8b --gpus 8 --seq 1M --scope model
-             --framework megatron)
+             --framework nosuch)
+# the training setup's parts: a part on the command line overrides the preset's and the
+# assumptions block says so; a meaningless combination is refused (exit 2); a model that
+# does not fit names the usual fixes the setup lacks
+cpb_cmd_test(sim_run_model_part_override ${SIM_EXPECT} 0 - "checkpoint offload  off \\[command line\\]" --
+             ${CPBENCH} run --backend sim --method upipe --model llama3-8b --gpus 8 --seq 256K --scope model
+             --seq-stop 256K --framework alst --ckpt-offload off)
+cpb_cmd_test(sim_run_model_part_refused ${SIM_EXPECT} 2 - "--ckpt-offload on offloads the checkpointed layer inputs" --
+             ${CPBENCH} run --backend sim --method upipe --model llama3-8b --gpus 8 --seq 256K --scope model
+             --ckpt none --ckpt-offload on)
+cpb_cmd_test(sim_run_model_oom_names_fixes ${SIM_EXPECT} 0 - "usual fixes.*--fused-loss on" --
+             ${CPBENCH} run --backend sim --method ulysses --model llama3-8b --gpus 8 --seq 1M --scope model
+             --seq-stop 1M --framework hf-zero3)

@@ -204,7 +204,7 @@ Test(args, errors_name_the_option)
     expect_error(PARSE(&a, err, "--isolate=1"), err, "--isolate", "no value");
     expect_error(PARSE(&a, err, "stray"), err, "stray", "unexpected argument");
     expect_error(PARSE(&a, err, "--host-mem-cap", "1P"), err, "--host-mem-cap", "2G");
-    expect_error(PARSE(&a, err, "--framework", "megatron"), err, "--framework", "torchtitan|deepspeed");
+    expect_error(PARSE(&a, err, "--framework", "nosuch"), err, "--framework", "torchtitan|deepspeed");
     expect_error(PARSE(&a, err, "--fpdt-impl", "fast"), err, "--fpdt-impl", "deepspeed|pipelined");
     expect_error(PARSE(&a, err, "--host-ram", "-1"), err, "--host-ram", "2T");
     expect_error(PARSE(&a, err, "--host-ram", "1P"), err, "--host-ram", "bytes");

@@ -196,7 +196,7 @@ Test(sim_model, frameworks_term_by_term)
     cr_expect_eq(b->ckpt_host_block, (3LL << 20) / 8 * 4096 * 2);
     cpb_model_estimate_free(b);
     /* an unknown setup is bad input */
-    cpb_knobs_set_str(&p.knobs, "framework", "megatron");
+    cpb_knobs_set_str(&p.knobs, "framework", "nosuch");
     cr_expect_eq(cpb_model_estimate_new(&p, m, NULL, &a, err, sizeof err), CPB_ERR_INVALID);
     cr_expect(strstr(err, "torchtitan, deepspeed") != NULL, "%s", err);
 }
