@@ -110,3 +110,6 @@ target_link_libraries(standin_comm_order PRIVATE cpb_driver)
 set_target_properties(standin_comm_order PROPERTIES ENABLE_EXPORTS ON) # the plugin takes the runtime from it
 cpb_standin_test(standin_comm_order_np2 2 COMMAND $<TARGET_FILE:standin_comm_order>)
 cpb_standin_test(standin_comm_order_np3 3 COMMAND $<TARGET_FILE:standin_comm_order>)
+
+# cuDNN attention's failures on a fake cuDNN: errors, never aborts (tests/fake_cudnn)
+include(${CMAKE_CURRENT_SOURCE_DIR}/fake_cudnn/fake_cudnn.cmake)
