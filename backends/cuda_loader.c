@@ -7,6 +7,7 @@
 
 #include <dlfcn.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,13 +36,16 @@ static const struct {
  * it is (the toolkit, a pip wheel, CPB_CUDA_LIB_PATH).  cuDNN: cudnn-frontend's dynamic
  * loading (NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING, backends/cuda/attn_cudnn.cpp) opens
  * "libcudnn.so.9", which opens its engine libraries by soname in turn; the frontend also
- * calls a few CUDA runtime functions through "libcudart.so.13" (CUDA graphs, memset of
- * workspace).  Optional: what is missing only takes cuDNN attention away (reported).  Only
- * a plugin with cuDNN attention compiled in (CPB_CUDA_PLUGIN_CUDNN_SYMBOL) gets them: the
- * engine libraries are large, and a plugin without it never opens them. */
+ * calls a few CUDA runtime functions through "libcudart.so.13" (the device's SM version,
+ * CUDA graphs, memset of workspace).  Optional: what is missing only takes cuDNN attention
+ * away, or makes it fail when first called.  Each one that does not load is reported: on
+ * `cpbench list` and, through the plugin (CPB_CUDA_PLUGIN_PRELOAD_SYMBOL), in cuDNN
+ * attention's status and errors; otherwise only libcudnn itself is named.  Only a plugin
+ * with cuDNN attention compiled in (CPB_CUDA_PLUGIN_CUDNN_SYMBOL) gets them: the engine
+ * libraries are large, and a plugin without it never opens them. */
 static const struct {
     const char *name, *soname;
-    int report; /* named on `cpbench list` */
+    int report; /* named on `cpbench list` even when it loads */
 } opened_by_plugin[] = {
     {"cuDNN graph", "libcudnn_graph.so.9", 0},
     {"cuDNN engines", "libcudnn_engines_precompiled.so.9", 0},
@@ -55,7 +59,9 @@ static struct {
     int tried, found, asked; /* asked: CPB_CUDA_PLUGIN names one */
     char path[PATH_MAX];
     char msg[8192];  /* why the backend is unavailable */
-    char libs[3072]; /* which NVIDIA libraries it uses, from where */
+    char libs[4096]; /* which NVIDIA libraries it uses, from where */
+    /* the libraries of opened_by_plugin that did not pre-load: sonames, and each with why */
+    char unloaded[512], unloaded_why[3072];
     void *handle;
     const cpb_backend *plugin; /* the plugin's own table */
     cpb_backend be;            /* what cpbench uses: that table, with the probe below */
@@ -71,7 +77,6 @@ static const char *known_name(const char *soname)
         if (strncmp(soname, known[i].prefix, strlen(known[i].prefix)) == 0) return known[i].name;
     return NULL;
 }
-
 static int find_plugin(void)
 {
     const char *env = getenv("CPB_CUDA_PLUGIN");
@@ -111,29 +116,60 @@ static int find_plugin(void)
     return -1;
 }
 
-/* "cuBLAS from /path, ..." for the libraries users know; cuDNN located or pre-loaded */
+/* printf to the end of a fixed buffer, which stays terminated (and cut) when full */
+static void append(char *buf, size_t cap, const char *fmt, ...)
+{
+    size_t o = strlen(buf);
+    if (o + 1 >= cap) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + o, cap - o, fmt, ap);
+    va_end(ap);
+}
+
+/* "cuBLAS from /path, ..." for the libraries users know; cuDNN located or pre-loaded, and
+ * each of cuDNN's libraries that did not pre-load, with why */
 static void describe_libs(int with_cudnn)
 {
-    size_t o = 0;
-    st.libs[0] = '\0';
-    for (int i = 0; i < report.n && o < sizeof st.libs; i++) {
+    char others[sizeof st.unloaded_why] = ""; /* those not named on their own below */
+    st.libs[0] = st.unloaded[0] = st.unloaded_why[0] = '\0';
+    for (int i = 0; i < report.n; i++) {
         const char *name = known_name(report.lib[i].soname);
-        if (name)
-            o += (size_t)snprintf(st.libs + o, sizeof st.libs - o, "%s%s from %s", o ? ", " : "", name,
-                                  report.lib[i].path);
+        if (name) append(st.libs, sizeof st.libs, "%s%s from %s", st.libs[0] ? ", " : "", name, report.lib[i].path);
     }
-    for (size_t i = 0; i < sizeof opened_by_plugin / sizeof opened_by_plugin[0] && o < sizeof st.libs; i++) {
-        char p[CPB_LIB_PATH_LEN];
-        const char *at = cpb_lib_locate(opened_by_plugin[i].soname, &places, p, sizeof p);
-        void *h = at && with_cudnn ? dlopen(at, RTLD_NOW | RTLD_GLOBAL) : NULL;
+    for (size_t i = 0; i < sizeof opened_by_plugin / sizeof opened_by_plugin[0]; i++) {
+        const char *name = opened_by_plugin[i].name, *soname = opened_by_plugin[i].soname;
+        char p[CPB_LIB_PATH_LEN], err[1024] = "", why[CPB_LIB_PATH_LEN + 1200];
+        const char *at = cpb_lib_locate(soname, &places, p, sizeof p);
+        void *h = NULL;
+        if (at && with_cudnn) {
+            h = dlopen(at, RTLD_NOW | RTLD_GLOBAL);
+            if (!h) {
+                /* before anything else calls dl*; without dlerror's leading "<path>: ", said just before */
+                const char *e = dlerror(), *own = e ? e : "dlopen failed";
+                size_t n = strlen(at);
+                if (strncmp(own, at, n) == 0 && own[n] == ':' && own[n + 1] == ' ') own += n + 2;
+                snprintf(err, sizeof err, "%s", own);
+            }
+        }
+        if (with_cudnn && !h) {
+            if (at)
+                snprintf(why, sizeof why, "%s: not loaded (%s)", at, err);
+            else
+                snprintf(why, sizeof why, "%s (%s): not found where cpbench looks (set CPB_CUDA_LIB_PATH to its folder)",
+                         soname, name);
+            append(st.unloaded, sizeof st.unloaded, "%s%s", st.unloaded[0] ? ", " : "", soname);
+            append(st.unloaded_why, sizeof st.unloaded_why, "%s%s", st.unloaded_why[0] ? "; " : "", why);
+            if (!opened_by_plugin[i].report) append(others, sizeof others, "%s%s", others[0] ? "; " : "", why);
+        }
         if (!opened_by_plugin[i].report) continue;
-        o += (size_t)snprintf(st.libs + o, sizeof st.libs - o, "%s%s %s %s", o ? "; " : "", opened_by_plugin[i].name,
-                              h ? "from" : at ? "found at" : "not found",
-                              at ? at : with_cudnn ? "(cuDNN attention unavailable)" : "(not used: no cuDNN attention in the plugin)");
-        if (at && !h && o < sizeof st.libs)
-            o += (size_t)snprintf(st.libs + o, sizeof st.libs - o, " (not loaded: %s)",
-                                  with_cudnn ? dlerror() : "the plugin has no cuDNN attention");
+        append(st.libs, sizeof st.libs, "%s%s %s %s", st.libs[0] ? "; " : "", name,
+               h ? "from" : at ? "found at" : "not found",
+               at ? at : with_cudnn ? "(cuDNN attention unavailable)" : "(not used: no cuDNN attention in the plugin)");
+        if (at && !h)
+            append(st.libs, sizeof st.libs, " (not loaded: %s)", with_cudnn ? err : "the plugin has no cuDNN attention");
     }
+    if (others[0]) append(st.libs, sizeof st.libs, "; not pre-loaded for cuDNN attention: %s", others);
 }
 
 /* cudart found no device: say so plainly when the reason is that there is no driver */
@@ -195,6 +231,10 @@ static void load(void)
     }
     const int *dnn = (const int *)dlsym(st.handle, CPB_CUDA_PLUGIN_CUDNN_SYMBOL);
     describe_libs(dnn && *dnn);
+    /* optional in the plugin interface: a plugin without it only cannot say so itself */
+    void (*preload_report)(const char *, const char *) =
+        (void (*)(const char *, const char *))dlsym(st.handle, CPB_CUDA_PLUGIN_PRELOAD_SYMBOL);
+    if (preload_report) preload_report(st.unloaded, st.unloaded_why);
     st.plugin = be;
     st.be = *be;
     if (be->probe) st.be.probe = probe_with_hint;

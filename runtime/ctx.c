@@ -33,7 +33,10 @@ int cpb_ctx_create(const cpb_backend *be, const cpb_ctx_opts *opts, cpb_ctx **ou
     if (opts->race_check) rc = cpb_race_init(ctx);
     if (rc == CPB_OK) rc = be->init(ctx);
     if (rc == CPB_OK) rc = be->stream_create(ctx, 0, "compute");
-    ctx->attn_cudnn_present = be->attn_cudnn ? be->attn_cudnn(ctx->attn_cudnn_why, sizeof ctx->attn_cudnn_why) : 1;
+    /* a cuDNN compiled in but not usable here (1: no libcudnn, one refused) serves nothing:
+     * --attn auto runs our kernels, --attn cudnn fails naming why */
+    ctx->attn_cudnn_present =
+        be->attn_cudnn ? be->attn_cudnn(ctx->attn_cudnn_why, sizeof ctx->attn_cudnn_why) == 2 : 1;
     if (rc == CPB_OK) {
         cpb_group *w = calloc(1, sizeof *w);
         int *ranks = w ? malloc(sizeof(int) * (size_t)ctx->world) : NULL;

@@ -12,6 +12,16 @@
  * - The workspace is the caller's (tracked, of the front-end's declared bound); a plan
  *   that needs more fails the call with both sizes, as does any refusal by cuDNN: never a
  *   silent fallback to another implementation.
+ * - Every call into cudnn-frontend (and so into cuDNN and the CUDA runtime it opens) runs
+ *   inside `guarded`: an error status and an exception alike become this file's error value
+ *   naming the call, so nothing thrown crosses the extern "C" interface (which would
+ *   terminate every rank).  The frontend's dynamic loading throws std::runtime_error when
+ *   libcudart or a symbol is missing (cudnn_frontend_shim.h: get_symbol's callers,
+ *   load_cudart_so, get_cuda_symbol) and its descriptor builders throw cudnnException
+ *   (cudnn_frontend_utils.h: set_error_and_throw_exception), which only some of its own
+ *   callers turn into an error_t.  The exception that cannot be caught is one thrown by a
+ *   destructor (~OpaqueBackendPointer calls cudnnBackendDestroyDescriptor): load() refuses a
+ *   library without the symbols destructors call, before any descriptor exists.
  * Tensors are [rows][heads][d] in our views; cuDNN's SDPA takes [batch][heads][seq][d] by
  * dims and strides, so the same memory is described with batch 1 and the views' strides. */
 #include "attn_cudnn.h"
@@ -50,6 +60,10 @@ struct State {
     int tried = 0, loaded = 0;
     std::string why;   /* why cuDNN cannot be used (tried && !loaded) */
     std::string where; /* the library's path */
+    size_t version = 0; /* cudnnGetVersion's */
+    /* cuDNN's libraries cpbench's loader could not pre-load (cpb_cuda_plugin_preload_report):
+     * the sonames, and each with where it was looked for and why it did not load */
+    std::string preload_sonames, preload_detail;
     std::map<void *, cudnnHandle_t> handles; /* per stream */
     /* a plan per call class */
     std::map<std::vector<int64_t>, std::shared_ptr<fe::graph::Graph>> plans;
@@ -62,6 +76,39 @@ State &state()
     static State *s = new State; /* lives until exit: handles outlive static destruction order */
     return *s;
 }
+
+/* Runs f, a call into cudnn-frontend: true when it succeeded.  Else err is "step: why",
+ * from the error_t it returned or the exception it threw, whatever its type. */
+template <class F>
+bool guarded(const char *step, std::string &err, F &&f)
+{
+    try {
+        fe::error_t e = f();
+        if (e.is_good()) return true;
+        std::string m = e.get_message();
+        err = std::string(step) + ": " +
+              (m.empty() ? "failed with cudnn-frontend error code " + std::to_string(static_cast<int>(e.get_code()))
+                         : m);
+    } catch (const std::exception &x) {
+        err = std::string(step) + " threw: " + x.what();
+    } catch (...) {
+        err = std::string(step) + " threw an exception that is not a std::exception";
+    }
+    return false;
+}
+
+/* a cuDNN status as an error_t with cuDNN's name for it (its own lookup can throw: guarded) */
+fe::error_t status_of(cudnnStatus_t st, const char *what)
+{
+    if (st == CUDNN_STATUS_SUCCESS) return {};
+    const char *name = fe::detail::get_error_string(st);
+    return {fe::error_code_t::CUDNN_BACKEND_API_FAILED,
+            std::string(name ? name : "unknown status") + " (" + std::to_string(static_cast<int>(st)) + ")" + what};
+}
+
+/* symbols cudnn-frontend calls from destructors, where the exception a missing one throws
+ * cannot be caught (std::terminate): their absence is checked before any call */
+constexpr const char *kCalledFromDestructors[] = {"cudnnBackendDestroyDescriptor", "cudnnDestroy"};
 
 /* open libcudnn (the copy the loader pre-loaded, else the dynamic linker's) */
 bool load(State &s)
@@ -76,15 +123,33 @@ bool load(State &s)
                 "): install cuDNN 9 (the CUDA toolkit's or pip's nvidia-cudnn-cu13) or set CPB_CUDA_LIB_PATH";
         return false;
     }
-    fe::cudnn_dlhandle = h;
-    size_t v = fe::detail::get_backend_version();
-    if (v < 90000) {
-        s.why = std::string(kSoname) + " reports version " + std::to_string(v) + "; cudnn-frontend's SDPA needs 9.0 or newer";
-        return false;
-    }
     void *sym = dlsym(h, "cudnnGetVersion");
     Dl_info info;
     if (sym && dladdr(sym, &info) && info.dli_fname) s.where = info.dli_fname;
+    const std::string lib = std::string(kSoname) + (s.where.empty() ? "" : " (" + s.where + ")");
+    std::string missing;
+    for (const char *name : kCalledFromDestructors)
+        if (!dlsym(h, name)) missing += std::string(missing.empty() ? "" : ", ") + name;
+    if (!missing.empty()) {
+        s.why = lib + " lacks " + missing +
+                " (cudnn-frontend calls it from destructors, where a missing symbol aborts): not a usable cuDNN 9";
+        return false;
+    }
+    fe::cudnn_dlhandle = h;
+    std::string err;
+    if (!guarded("cudnnGetVersion", err, [&] {
+            s.version = fe::detail::get_backend_version();
+            return fe::error_t{};
+        })) {
+        fe::cudnn_dlhandle = nullptr;
+        s.why = lib + ": " + err;
+        return false;
+    }
+    if (s.version < 90000) {
+        fe::cudnn_dlhandle = nullptr;
+        s.why = lib + " reports version " + std::to_string(s.version) + "; cudnn-frontend's SDPA needs 9.0 or newer";
+        return false;
+    }
     s.loaded = 1;
     return true;
 }
@@ -100,13 +165,15 @@ cudnnHandle_t handle_of(State &s, void *stream, std::string &err)
     auto it = s.handles.find(stream);
     if (it != s.handles.end()) return it->second;
     cudnnHandle_t h = nullptr;
-    if (fe::detail::create_handle(&h) != CUDNN_STATUS_SUCCESS) {
-        err = "cudnnCreate failed (no usable GPU, or a cuDNN that does not match the driver)";
+    if (!guarded("cudnnCreate", err, [&] {
+            return status_of(fe::detail::create_handle(&h),
+                             ": no usable GPU, or a cuDNN that does not match the driver or the CUDA runtime");
+        }))
         return nullptr;
-    }
-    if (fe::detail::set_stream(h, static_cast<cudaStream_t>(stream)) != CUDNN_STATUS_SUCCESS) {
-        err = "cudnnSetStream failed";
-        fe::detail::destroy_handle(h);
+    if (!guarded("cudnnSetStream", err,
+                 [&] { return status_of(fe::detail::set_stream(h, static_cast<cudaStream_t>(stream)), ""); })) {
+        std::string ignored; /* the first failure is the one to report */
+        guarded("cudnnDestroy", ignored, [&] { return status_of(fe::detail::destroy_handle(h), ""); });
         return nullptr;
     }
     s.handles.emplace(stream, h);
@@ -213,11 +280,6 @@ std::vector<int64_t> plan_key(const cudnn_attn_call &c)
     return k;
 }
 
-std::string failed(const char *step, fe::error_t e)
-{
-    return std::string(step) + ": " + e.get_message();
-}
-
 std::shared_ptr<fe::graph::Graph> plan_of(State &s, const cudnn_attn_call &c, cudnnHandle_t h, std::string &err)
 {
     auto key = plan_key(c);
@@ -225,25 +287,29 @@ std::shared_ptr<fe::graph::Graph> plan_of(State &s, const cudnn_attn_call &c, cu
     if (it != s.plans.end()) return it->second;
     auto t0 = std::chrono::steady_clock::now();
     std::shared_ptr<fe::graph::Graph> g;
-    try {
+    /* each step only after the one before it succeeded: err names the first that failed */
+    bool ok = guarded("describing the graph", err, [&] {
         g = c.bwd ? backward_graph(c) : forward_graph(c);
-    } catch (const std::exception &x) {
-        err = std::string("describing the graph: ") + x.what();
-        return nullptr;
-    }
-    fe::error_t e = g->validate();
-    if (e.is_bad()) err = failed("validate", e);
-    if (err.empty() && (e = g->build_operation_graph(h)).is_bad()) err = failed("build_operation_graph", e);
-    if (err.empty() && (e = g->create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK})).is_bad())
-        err = failed("create_execution_plans", e);
-    if (err.empty() && (e = g->check_support(h)).is_bad()) err = failed("check_support", e);
-    if (err.empty() && (e = g->build_plans(fe::BuildPlanPolicy_t::HEURISTICS_CHOICE)).is_bad())
-        err = failed("build_plans", e);
+        return fe::error_t{};
+    });
+    ok = ok && guarded("validate", err, [&] { return g->validate(); });
+    ok = ok && guarded("build_operation_graph", err, [&] { return g->build_operation_graph(h); });
+    ok = ok && guarded("create_execution_plans", err,
+                       [&] { return g->create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}); });
+    ok = ok && guarded("check_support", err, [&] { return g->check_support(h); });
+    ok = ok && guarded("build_plans", err, [&] { return g->build_plans(fe::BuildPlanPolicy_t::HEURISTICS_CHOICE); });
     s.build_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (!err.empty()) return nullptr;
+    if (!ok) return nullptr;
     s.nplans++;
     s.plans.emplace(key, g);
     return g;
+}
+
+/* at most n bytes of m: a frontend message (cuDNN's last-error text can run to 64 KiB) must
+ * leave room in the caller's buffer for what follows it */
+std::string clipped(const std::string &m, size_t n)
+{
+    return m.size() <= n ? m : m.substr(0, n) + " [...]";
 }
 
 }  // namespace
@@ -252,13 +318,16 @@ extern "C" int cpb_cudnn_attn_status(char *why, size_t why_len)
 {
     State &s = state();
     std::lock_guard<std::mutex> lock(s.mu);
+    /* short: the context keeps 256 bytes of it; the loader's line says why a library did not load */
+    const std::string not_preloaded =
+        s.preload_sonames.empty() ? "" : "; not pre-loaded: " + s.preload_sonames + " (cpbench list: cuda line)";
     if (!load(s)) {
-        std::snprintf(why, why_len, "compiled in; not usable here: %s", s.why.c_str());
+        std::snprintf(why, why_len, "compiled in; not usable here: %s%s", s.why.c_str(), not_preloaded.c_str());
         return 1;
     }
-    std::snprintf(why, why_len, "compiled in; cuDNN %s from %s, cudnn-frontend %d.%d.%d",
-                  version_of(fe::detail::get_backend_version()).c_str(), s.where.c_str(), CUDNN_FRONTEND_MAJOR_VERSION,
-                  CUDNN_FRONTEND_MINOR_VERSION, CUDNN_FRONTEND_PATCH_VERSION);
+    std::snprintf(why, why_len, "compiled in; cuDNN %s from %s, cudnn-frontend %d.%d.%d%s", version_of(s.version).c_str(),
+                  s.where.c_str(), CUDNN_FRONTEND_MAJOR_VERSION, CUDNN_FRONTEND_MINOR_VERSION,
+                  CUDNN_FRONTEND_PATCH_VERSION, not_preloaded.c_str());
     return 2;
 }
 
@@ -266,7 +335,15 @@ extern "C" void cpb_cudnn_attn_version(char *out, size_t len)
 {
     State &s = state();
     std::lock_guard<std::mutex> lock(s.mu);
-    std::snprintf(out, len, "%s", load(s) ? version_of(fe::detail::get_backend_version()).c_str() : "");
+    std::snprintf(out, len, "%s", load(s) ? version_of(s.version).c_str() : "");
+}
+
+extern "C" void cpb_cuda_plugin_preload_report(const char *sonames, const char *detail)
+{
+    State &s = state();
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.preload_sonames = sonames ? sonames : "";
+    s.preload_detail = detail ? detail : "";
 }
 
 extern "C" int cpb_cudnn_attn_run(const cudnn_attn_call *c, char *err, size_t err_len)
@@ -274,18 +351,19 @@ extern "C" int cpb_cudnn_attn_run(const cudnn_attn_call *c, char *err, size_t er
     State &s = state();
     std::lock_guard<std::mutex> lock(s.mu);
     std::string e;
+    /* a library cpbench could not pre-load is the likely cause of a failure that follows */
+    const std::string libs =
+        s.preload_detail.empty() ? "" : "; cuDNN's libraries cpbench could not pre-load: " + clipped(s.preload_detail, 320);
     if (!load(s)) {
-        std::snprintf(err, err_len, "cuDNN attention: %s", s.why.c_str());
+        std::snprintf(err, err_len, "cuDNN attention: %s%s", s.why.c_str(), libs.c_str());
         return -1;
     }
     cudnnHandle_t h = handle_of(s, c->stream, e);
     const int64_t plans_before = s.nplans;
     std::shared_ptr<fe::graph::Graph> g = h ? plan_of(s, *c, h, e) : nullptr;
     int64_t need = 0;
-    if (g) {
-        fe::error_t r = g->get_workspace_size(need);
-        if (r.is_bad()) e = failed("get_workspace_size", r);
-        else if (need > c->ws_bytes)
+    if (g && guarded("get_workspace_size", e, [&] { return g->get_workspace_size(need); })) {
+        if (need > c->ws_bytes)
             e = "the plan needs " + std::to_string(need) + " bytes of workspace, above the declared bound of " +
                 std::to_string(c->ws_bytes) + " (cpb_attn_cudnn_workspace_bytes): raise the bound";
         /* CPB_CUDNN_WS_LOG=1 (gpu-check sets it): what each new plan really needs against
@@ -307,13 +385,13 @@ extern "C" int cpb_cudnn_attn_run(const cudnn_attn_call *c, char *err, size_t er
             pack[DK] = c->dk.p;
             pack[DV] = c->dv.p;
         }
-        fe::error_t r = g->execute(h, pack, c->ws);
-        if (r.is_bad()) e = failed("execute", r);
+        guarded("execute", e, [&] { return g->execute(h, pack, c->ws); });
     }
     if (e.empty()) return 0;
-    std::snprintf(err, err_len, "cuDNN attention %s (q %lld x %lld heads, kv %lld x %lld heads, d %lld, %s): %s",
+    std::snprintf(err, err_len, "cuDNN attention %s (q %lld x %lld heads, kv %lld x %lld heads, d %lld, %s): %s%s",
                   c->bwd ? "backward" : "forward", (long long)c->sq, (long long)c->hq, (long long)c->sk,
-                  (long long)c->hk, (long long)c->d, c->causal ? "causal" : "unmasked", e.c_str());
+                  (long long)c->hk, (long long)c->d, c->causal ? "causal" : "unmasked", clipped(e, 480).c_str(),
+                  libs.c_str());
     return -1;
 }
 
@@ -329,7 +407,10 @@ extern "C" void cpb_cudnn_attn_shutdown(void)
 {
     State &s = state();
     std::lock_guard<std::mutex> lock(s.mu);
+    /* the plans' destructors call cudnnBackendDestroyDescriptor, which load() made sure exists */
     s.plans.clear();
-    for (auto &kv : s.handles) fe::detail::destroy_handle(kv.second);
+    std::string ignored; /* at shutdown there is no one left to report a failed destroy to */
+    for (auto &kv : s.handles)
+        guarded("cudnnDestroy", ignored, [&] { return status_of(fe::detail::destroy_handle(kv.second), ""); });
     s.handles.clear();
 }

@@ -5,7 +5,11 @@
  * each one a tracked workspace of a declared bound; this file builds (once per shape,
  * strides, mask and dtype) and runs cuDNN's plan, and fails with the reason when cuDNN
  * refuses the call or its plan needs more workspace than the bound.  Without cuDNN at build
- * time, attn_cudnn_absent.c provides the same functions, each saying why. */
+ * time, attn_cudnn_absent.c provides the same functions, each saying why.
+ *
+ * No function here throws or aborts: every failure of cuDNN or cudnn-frontend, an error
+ * status or an exception (a missing libcudart or symbol), is returned as the reason, naming
+ * the frontend call it came from (docs/attention.md, "When cuDNN fails"). */
 #ifndef CPB_ATTN_CUDNN_H
 #define CPB_ATTN_CUDNN_H
 
@@ -47,6 +51,11 @@ int cpb_cudnn_attn_run(const cudnn_attn_call *c, char *err, size_t err_len);
 void cpb_cudnn_attn_plan_stats(int64_t *plans, double *build_s);
 /* handles and plans are dropped (before the device is reset or the process ends) */
 void cpb_cudnn_attn_shutdown(void);
+/* cpbench's loader, after pre-loading cuDNN's libraries (backends/cuda_loader.c), names those
+ * it could not load: their sonames ("libcudnn_heuristic.so.9, libcudart.so.13"; "" when all
+ * loaded) for cpb_cudnn_attn_status, and each with where and why for the errors of
+ * cpb_cudnn_attn_run.  Exported by the plugin (CPB_CUDA_PLUGIN_PRELOAD_SYMBOL). */
+void cpb_cuda_plugin_preload_report(const char *sonames, const char *detail);
 
 #ifdef __cplusplus
 }

@@ -35,6 +35,14 @@ void cpb_cudnn_attn_plan_stats(int64_t *plans, double *build_s)
 }
 
 void cpb_cudnn_attn_shutdown(void) {}
+
+/* the loader pre-loads cuDNN's libraries only for a plugin with cuDNN attention
+ * (cpb_cuda_plugin_cudnn), so there is nothing to report here */
+void cpb_cuda_plugin_preload_report(const char *sonames, const char *detail)
+{
+    (void)sonames;
+    (void)detail;
+}
 #else
 /* cuDNN is compiled in: attn_cudnn.cpp defines the interface */
 typedef int cpb_attn_cudnn_absent_unused;

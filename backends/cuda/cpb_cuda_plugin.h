@@ -23,6 +23,10 @@ extern "C" {
  * libcudnn (and what the frontend opens) before the plugin asks for it; 0 or absent: no
  * cuDNN library is loaded at all (the stand-in, builds without cuDNN) */
 #define CPB_CUDA_PLUGIN_CUDNN_SYMBOL "cpb_cuda_plugin_cudnn"
+/* void (const char *sonames, const char *detail), optional: cpbench names the libraries of
+ * cuDNN it could not pre-load, so that cuDNN attention's status and errors say so
+ * (attn_cudnn.h, cpb_cuda_plugin_preload_report) */
+#define CPB_CUDA_PLUGIN_PRELOAD_SYMBOL "cpb_cuda_plugin_preload_report"
 
 /* The interface version both sides were compiled with: the layout of the backend table and
  * of what it exchanges with cpbench, so a plugin from another build is refused instead of

@@ -170,9 +170,11 @@ typedef struct cpb_backend {
     int (*mem_trial)(cpb_ctx *ctx, int phase);
     /* which of our attention kernels run: "auto" (the fastest that applies) or "generic" */
     int (*set_attn_kernels)(cpb_ctx *ctx, const char *which);
-    /* cuDNN attention: 1 when the backend has it, else 0 with the reason in why ("not
-     * compiled in: ...").  NULL: the backend models it (cpu, sim: the front-end routes
-     * calls to it and accounts for its workspace; the math is the backend's own) */
+    /* cuDNN attention: 2 when the backend has it (compiled in, its library loaded: the
+     * version and path in why); 1 when compiled in but not usable here, 0 when not compiled
+     * in (the reason in why: "compiled in; not usable here: ...", "not compiled in: ...").
+     * Only 2 routes calls to it.  NULL: the backend models it (cpu, sim: the front-end
+     * routes calls to it and accounts for its workspace; the math is the backend's own) */
     int (*attn_cudnn)(char *why, size_t why_len);
     /* cuDNN plans built so far by this process and the seconds spent building them */
     void (*attn_plan_stats)(int64_t *plans, double *build_s);

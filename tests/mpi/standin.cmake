@@ -127,3 +127,6 @@ add_executable(standin_trial_hooks ${CMAKE_CURRENT_SOURCE_DIR}/mpi/standin_trial
 target_link_libraries(standin_trial_hooks PRIVATE cpb_driver)
 set_target_properties(standin_trial_hooks PROPERTIES ENABLE_EXPORTS ON) # the plugin takes the runtime from it
 cpb_standin_test(standin_trial_hooks_np1 1 COMMAND $<TARGET_FILE:standin_trial_hooks>)
+
+# cuDNN attention's failures on a fake cuDNN: errors, never aborts (tests/fake_cudnn)
+include(${CMAKE_CURRENT_SOURCE_DIR}/fake_cudnn/fake_cudnn.cmake)
