@@ -1,5 +1,6 @@
 /* plan_rank.c — the table order, the Pareto frontier and the recommendation of a plan
  * (plan.h states the rules). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -144,6 +145,15 @@ void cpb_plan_rank(cpb_plan *pl, int max_context)
     for (int k = 0; k < pl->n && pl->recommended >= 0 && pl->runner_up < 0; k++) {
         int i = pl->order[k];
         if (i != pl->recommended && eligible(&pl->c[i], !pl->rec_uncalibrated)) pl->runner_up = i;
+    }
+    /* the marks in the rows' plan column */
+    for (int i = 0; i < pl->n; i++) {
+        cpb_plan_cand *c = &pl->c[i];
+        snprintf(c->row.plan, sizeof c->row.plan, "%s%s%s%s", i == pl->recommended ? "recommended " : "",
+                 c->tie && i != pl->recommended ? "tie " : "", c->low_headroom ? "under-floor " : "",
+                 c->uncalibrated ? "uncalibrated " : "");
+        size_t n = strlen(c->row.plan);
+        if (n) c->row.plan[n - 1] = 0;
     }
     for (int i = 0; i < pl->n; i++) {
         cpb_plan_cand *c = &pl->c[i];

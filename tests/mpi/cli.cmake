@@ -108,3 +108,9 @@ cpb_cli_refusal(plan_not_a_method "searches every method" ${CPBENCH} plan --mode
   --method ulysses --out ${CPB_CLI_DUMP})
 cpb_cli_refusal(plan_on_the_simulator "searches on the simulator" ${CPBENCH} plan --backend cpu --model llama3-8b
   --gpus 8 --seq 1M --out ${CPB_CLI_DUMP})
+
+# the recommendation's options of `cpbench plan` (issue 25 §1: --min-headroom, --methods,
+# --stack, --top, the uncalibrated mark, the rows' plan column), table-driven
+cpb_cmd_test(cli_plan_cases bash ${CMAKE_SOURCE_DIR}/tests/cli/run_cases.sh ${CPBENCH} ${MPIEXEC_EXECUTABLE}
+  ${CMAKE_CURRENT_BINARY_DIR}/cli_plan_cases ${CMAKE_SOURCE_DIR}/tests/cli/plan_cases.txt)
+set_tests_properties(cli_plan_cases PROPERTIES TIMEOUT 300)
