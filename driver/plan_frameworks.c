@@ -117,7 +117,13 @@ int cpb_plan_framework_settings(const cpb_method *m, const cpb_problem *p, char 
         if (strcmp(table[i].method, m->name)) continue;
         char s[256];
         fill(table[i].settings, p, s, sizeof s);
-        n += (size_t)snprintf(out + n, len - n, "    %s: %s  [%s]\n", table[i].family, s, source_name(table[i].source));
+        /* DeepSpeed ships FPDT's own schedule; the pipelined one is this suite's (docs/methods.md) */
+        const char *sched = !strcmp(m->name, "fpdt") && !strcmp(cpb_knob_str(p, "fpdt_impl"), "pipelined")
+                                ? " (DeepSpeed runs its own schedule, --fpdt-impl deepspeed; the pipelined one is "
+                                  "this suite's idealised schedule, docs/methods.md)"
+                                : "";
+        n += (size_t)snprintf(out + n, len - n, "    %s: %s%s  [%s]\n", table[i].family, s, sched,
+                              source_name(table[i].source));
         k++;
     }
     if (!k)
