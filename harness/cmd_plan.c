@@ -5,13 +5,16 @@
  *   cpbench plan --model PRESET | --model-config FILE --gpus C [--gpus-per-node N]
  *                [--gpu PROFILE] [--framework PRESET] [--scope model|layer]
  *                (--seq S | --max-context [--seq-start S --seq-stop S --bisect S]) [--out FILE]
+ *                [--min-headroom PCT] [--methods M1,M2 | --stack FAMILY] [--attn cudnn|own] [--top N]
  *
- * Prints the ranked candidates (method, knobs, predicted peak, headroom, tokens/s per GPU,
- * what bounds the run), the Pareto frontier, and a recommendation with its reason; a
+ * Prints the ranked candidates (method, knobs, the attention implementation per call class,
+ * predicted peak, headroom, tokens/s per GPU, what bounds the run, the marks of plan.h's
+ * rules: under-floor, tie, uncalibrated), the Pareto frontier, and a recommendation with
+ * its reason and its settings in the frameworks that have its method (plan_frameworks.c); a
  * progress line goes to stderr while it searches.  Every output says it is a prediction,
  * from which GPU profile and which training setup.  --out appends every candidate's row to
  * a results file (points already there are not written again).  Exit: 0 with a
- * recommendation, 3 when no candidate fits, 2 for bad input, 1 when a candidate's
+ * recommendation, 3 when no candidate fits (or none with the headroom floor), 2 for bad input, 1 when a candidate's
  * simulation failed or the results file could not be written. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,7 +138,7 @@ static void bound_text(const cpb_plan_cand *c, char *buf, size_t len)
 static void headroom_text(const cpb_plan_cand *c, char *buf, size_t len)
 {
     if (c->bound == CPB_BOUND_ERROR || c->cap <= 0) snprintf(buf, len, "-");
-    else snprintf(buf, len, "%.2f (%.0f%%)", gib(c->cap - c->need), 100.0 * (double)(c->cap - c->need) / (double)c->cap);
+    else snprintf(buf, len, "%.2f (%.1f%%)", gib(c->cap - c->need), 100.0 * (double)(c->cap - c->need) / (double)c->cap);
 }
 
 /* the attention implementation per call class: "cudnn", "own", "mixed(bwd own)" (the row's
