@@ -28,7 +28,8 @@
  *     the longest, to within the bisection step, then the fastest of those) and every one
  *     within the prediction's uncertainty (tie, a fraction: CPB_PLAN_TIE) of its tokens/s
  *     are tied; the most headroom breaks the tie, then the faster, then the table order.
- * paper/make_figures.py --plan applies the fastest-that-fits rule to a results file. */
+ * The rows carry the marks (cpb_row.plan: recommended, tie, under-floor, uncalibrated), and
+ * paper/make_figures.py --plan draws the row marked recommended. */
 #ifndef CPB_PLAN_H
 #define CPB_PLAN_H
 
