@@ -104,8 +104,9 @@ cpb_cli_refusal(plan_bad_config "num_key_value_heads: expected a divisor of num_
 cpb_cli_refusal(plan_needs_a_length "give --seq S .* or --max-context"
   ${CPBENCH} plan --model llama3-8b --gpus 8 --out ${CPB_CLI_DUMP})
 cpb_cli_refusal(plan_needs_gpus "--gpus C is required" ${CPBENCH} plan --model llama3-8b --seq 1M --out ${CPB_CLI_DUMP})
-cpb_cli_refusal(plan_not_a_method "searches every method" ${CPBENCH} plan --model llama3-8b --gpus 8 --seq 1M
-  --method ulysses --out ${CPB_CLI_DUMP})
+# (issue 25: plan --method M1,M2 restricts the search, as --methods does; both at once are refused)
+cpb_cli_refusal(plan_not_a_method "--method and --methods say the same" ${CPBENCH} plan --model llama3-8b --gpus 8
+  --seq 1M --method ulysses --methods ring --out ${CPB_CLI_DUMP})
 cpb_cli_refusal(plan_on_the_simulator "searches on the simulator" ${CPBENCH} plan --backend cpu --model llama3-8b
   --gpus 8 --seq 1M --out ${CPB_CLI_DUMP})
 
