@@ -108,13 +108,14 @@ static void fill(const char *t, const cpb_problem *p, char *out, size_t len)
     }
 }
 
-int cpb_plan_framework_settings(const cpb_method *m, const cpb_problem *p, char *out, size_t len)
+int cpb_plan_framework_settings(const cpb_method *m, const cpb_problem *p, const char *family, char *out,
+                                size_t len)
 {
     size_t n = 0;
     int k = 0;
     out[0] = 0;
     for (int i = 0; i < NTABLE && n < len; i++) {
-        if (strcmp(table[i].method, m->name)) continue;
+        if (strcmp(table[i].method, m->name) || (family && family[0] && strcmp(table[i].family, family))) continue;
         char s[256];
         fill(table[i].settings, p, s, sizeof s);
         /* DeepSpeed ships FPDT's own schedule; the pipelined one is this suite's (docs/methods.md) */
@@ -128,6 +129,6 @@ int cpb_plan_framework_settings(const cpb_method *m, const cpb_problem *p, char 
     }
     if (!k)
         snprintf(out, len, "    no framework of %s has %s: run it with this suite's implementation "
-                 "(docs/methods.md names its reference)\n", cpb_plan_stacks(), m->name);
+                 "(docs/methods.md names its reference)\n", family && family[0] ? family : cpb_plan_stacks(), m->name);
     return k;
 }

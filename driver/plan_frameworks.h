@@ -18,9 +18,11 @@ const char *cpb_plan_stacks(void);
 int cpb_plan_stack_methods(const char *family, char *out, size_t len);
 
 /* The settings realising method m with problem p's knobs in every framework that has the
- * method: one line per framework, "  yunchang: ...  [source]\n", into out.  Returns how many
- * frameworks have it (0: out says so). */
-int cpb_plan_framework_settings(const cpb_method *m, const cpb_problem *p, char *out, size_t len);
+ * method (only family's when family is not NULL or ""): one line per framework,
+ * "  yunchang: ...  [source]\n", into out.  Returns how many frameworks have it (0: out
+ * says so). */
+int cpb_plan_framework_settings(const cpb_method *m, const cpb_problem *p, const char *family, char *out,
+                                size_t len);
 
 #ifdef __cplusplus
 }

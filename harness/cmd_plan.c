@@ -432,7 +432,7 @@ static void print_recommendation(const ctx *x, const cpb_plan *pl)
                "its speed\n", floor_pct, at, r->row.attn_calls);
     }
     char fw[2048];
-    int nf = cpb_plan_framework_settings(r->m, &r->p, fw, sizeof fw);
+    int nf = cpb_plan_framework_settings(r->m, &r->p, x->a->stack, fw, sizeof fw);
     printf("  in the frameworks%s:\n%s", nf ? " that have it (driver/plan_frameworks.c cites each setting)" : "", fw);
     if (!nf && pl->ties > 0) {
         /* of the tied, the roomiest that a framework has: as good a choice by the prediction */
@@ -441,12 +441,12 @@ static void print_recommendation(const ctx *x, const cpb_plan *pl)
             const cpb_plan_cand *c = &pl->c[i];
             if (!c->tie || i == pl->recommended) continue;
             if (!strcmp(cpb_knob_str(&c->p, "fpdt_impl"), "pipelined")) continue; /* not DeepSpeed's schedule */
-            if (cpb_plan_framework_settings(c->m, &c->p, fw, sizeof fw) == 0) continue;
+            if (cpb_plan_framework_settings(c->m, &c->p, x->a->stack, fw, sizeof fw) == 0) continue;
             if (best < 0 || cpb_plan_headroom(c) > cpb_plan_headroom(&pl->c[best])) best = i;
         }
         if (best >= 0) {
             const cpb_plan_cand *c = &pl->c[best];
-            cpb_plan_framework_settings(c->m, &c->p, fw, sizeof fw);
+            cpb_plan_framework_settings(c->m, &c->p, x->a->stack, fw, sizeof fw);
             printf("  tied with it, in a framework: %s (%s tokens/s/GPU, %.0f%% headroom):\n%s", named(c, n2, sizeof n2),
                    tps_text(c->row.tokens_per_s_per_gpu, t2, sizeof t2), 100 * cpb_plan_headroom(c), fw);
         }

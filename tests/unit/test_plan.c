@@ -469,14 +469,18 @@ Test(plan, framework_settings_of_a_recommendation)
     cpb_knobs_set_int(&p.knobs, "ulysses_degree", 4);
     cpb_knobs_set_int(&p.knobs, "seq_chunk", 512 << 10);
     char out[2048];
-    cr_expect_eq(cpb_plan_framework_settings(cpb_method_find("usp"), &p, out, sizeof out), 2);
+    cr_expect_eq(cpb_plan_framework_settings(cpb_method_find("usp"), &p, NULL, out, sizeof out), 2);
     cr_expect(strstr(out, "yunchang: ulysses_degree=4 ring_degree=2") != NULL, "%s", out);
     cr_expect(strstr(out, "--hierarchical-context-parallel-sizes 4 2") != NULL, "%s", out);
-    cr_expect_eq(cpb_plan_framework_settings(cpb_method_find("fpdt"), &p, out, sizeof out), 1);
+    cr_expect_eq(cpb_plan_framework_settings(cpb_method_find("fpdt"), &p, NULL, out, sizeof out), 1);
     cr_expect(strstr(out, "sequence_parallel_size=8, FPDT_Attention chunk_size=524288") != NULL, "%s", out);
-    cr_expect_eq(cpb_plan_framework_settings(cpb_method_find("ring"), &p, out, sizeof out), 3);
+    cr_expect_eq(cpb_plan_framework_settings(cpb_method_find("ring"), &p, NULL, out, sizeof out), 3);
     cr_expect(strstr(out, "--context-parallel-size 8 --cp-comm-type p2p") != NULL, "%s", out);
     cr_expect(strstr(out, "context_parallel_degree=8") != NULL, "%s", out);
-    cr_expect_eq(cpb_plan_framework_settings(cpb_method_find("upipe"), &p, out, sizeof out), 0);
+    cr_expect_eq(cpb_plan_framework_settings(cpb_method_find("upipe"), &p, NULL, out, sizeof out), 0);
     cr_expect(strstr(out, "no framework") != NULL, "%s", out);
+    /* one family's (--stack) */
+    cr_expect_eq(cpb_plan_framework_settings(cpb_method_find("ring"), &p, "torchtitan", out, sizeof out), 1);
+    cr_expect(strstr(out, "megatron") == NULL, "%s", out);
+    cr_expect_eq(cpb_plan_framework_settings(cpb_method_find("fpdt"), &p, "megatron", out, sizeof out), 0);
 }
