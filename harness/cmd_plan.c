@@ -262,7 +262,7 @@ static void print_table(const ctx *x, const cpb_plan *pl)
     if (shown < pl->n) printf("(%d more candidates not shown: --top %d)\n", pl->n - shown, x->a->top);
     printf("(* on the Pareto frontier; tie: within the uncertainty of the recommendation's group; under-floor: less "
            "headroom than --min-headroom, never recommended;\n uncalibrated: its speed rests on our attention kernels' "
-           "estimate, docs/attention.md)\n");
+           "estimate, docs/attention.md; knobs' attn= is the --attn choice, the attn column what ran, per call class)\n");
 }
 
 static void print_frontier(const ctx *x, const cpb_plan *pl)
