@@ -23,6 +23,7 @@ const char *cpb_plan_bound_name(int bound)
     case CPB_BOUND_COMM: return "communication";
     case CPB_BOUND_DEVICE_MEM: return "device memory";
     case CPB_BOUND_HOST_MEM: return "host memory";
+    case CPB_BOUND_FLOOR: return "headroom floor";
     default: return "error";
     }
 }
@@ -70,6 +71,12 @@ static int eval_point(const cpb_plan_opts *o, const cpb_method *m, const cpb_pro
         cpb_model_estimate *e = NULL;
         CPB_TRY(cpb_model_estimate_new(p, m, &o->sim, &e, err, err_len));
         cpb_model_estimate_row(e, &c->row);
+        /* what ran the attention calls: the attention layer's (the whole model's row leaves
+         * them out; the plan's uncalibrated mark and attn column read them) */
+        if (!c->row.attn_impl[0]) {
+            CPB_ROW_SET(&c->row, attn_impl, e->attn.attn_impl);
+            CPB_ROW_SET(&c->row, attn_calls, e->attn.attn_calls);
+        }
         if (e->attn.code == CPB_OK) {
             c->need = e->moment[e->peak_moment].total;
             c->need_host = e->host_bytes;
@@ -277,6 +284,18 @@ static int enumerate(search *s, const cpb_method *m)
 
 /* ---------------------------------------------------------------- the search */
 
+int cpb_plan_method_listed(const char *methods, const char *name)
+{
+    if (!methods || !methods[0]) return 1;
+    size_t nl = strlen(name);
+    for (const char *n = methods; *n;) {
+        size_t len = strcspn(n, ",");
+        if (len == nl && strncmp(n, name, len) == 0) return 1;
+        n += len + (n[len] == ',');
+    }
+    return 0;
+}
+
 static int run_candidate(search *s, int i)
 {
     const cpb_plan_opts *o = s->o;
@@ -294,8 +313,8 @@ static int run_candidate(search *s, int i)
     if (cpb_sweep_plan_check(&sp, s->err, s->err_len) != CPB_OK) return CPB_ERR_INVALID;
     cpb_sweep_state st;
     cpb_sweep_begin(&st, &sp);
-    static cpb_plan_cand cur, best, first;
-    int have_best = 0, have_first = 0, points = 0;
+    static cpb_plan_cand cur, best, first, low;
+    int have_best = 0, have_first = 0, have_low = 0, points = 0;
     for (int64_t S; (S = cpb_sweep_next(&st)) > 0;) {
         cpb_problem q = c->p;
         q.S = S;
@@ -309,9 +328,17 @@ static int run_candidate(search *s, int i)
             CPB_TRY(eval_point(o, m, &q, &cur, s->err, s->err_len));
             points++;
             ps = cur.fits ? CPB_POINT_OK : cur.bound == CPB_BOUND_ERROR ? CPB_POINT_ERROR : CPB_POINT_OOM;
+            /* under the headroom floor: listed at its longest such length, but the bisection
+             * looks for the longest length with the floor's headroom (plan.h) */
+            int under = ps == CPB_POINT_OK && cpb_plan_headroom(&cur) < o->min_headroom;
+            if (under) {
+                if (!have_low || S > low.p.S) low = cur, have_low = 1;
+                ps = CPB_POINT_OOM;
+            }
             if (ps == CPB_POINT_OK && (!have_best || S > best.p.S)) best = cur, have_best = 1;
             if (!have_first || ps == CPB_POINT_ERROR) first = cur, have_first = 1;
-            if (ps == CPB_POINT_OOM && (!c->first_oom || S < c->first_oom)) c->first_oom = S, c->limit = cur.bound;
+            if (ps == CPB_POINT_OOM && (!c->first_oom || S < c->first_oom))
+                c->first_oom = S, c->limit = under ? CPB_BOUND_FLOOR : cur.bound;
             if (o->progress) o->progress(o->progress_ctx, i, s->pl->n, s->pl->points + points, m->name);
             if (ps == CPB_POINT_ERROR) break;
         }
@@ -321,6 +348,7 @@ static int run_candidate(search *s, int i)
     int limit = c->limit;
     if (have_first && first.bound == CPB_BOUND_ERROR) *c = first;
     else if (have_best) *c = best, c->max_seq = best.p.S;
+    else if (have_low) *c = low, c->max_seq = low.p.S; /* fits only under the floor */
     else if (have_first) *c = first; /* the shortest length did not fit: how far it is */
     else {
         c->bound = CPB_BOUND_ERROR;
@@ -376,9 +404,28 @@ int cpb_plan_search(const cpb_plan_opts *o, cpb_plan *pl, char *err, size_t err_
         snprintf(err, err_len, "plan: give --seq S (the context length) or --max-context");
         return CPB_ERR_INVALID;
     }
+    if (o->methods && o->methods[0]) {
+        /* every name a method's */
+        for (const char *n = o->methods; *n;) {
+            size_t len = strcspn(n, ",");
+            char name[64];
+            snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), n);
+            if (!cpb_method_find(name)) {
+                snprintf(err, err_len, "plan: no method '%s' (see `cpbench list`)", name);
+                return CPB_ERR_INVALID;
+            }
+            n += len + (n[len] == ',');
+        }
+    }
+    pl->min_headroom = o->min_headroom;
+    pl->tie = o->tie > 0 ? o->tie : CPB_PLAN_TIE;
     search s = {&oo, pl, 0, NULL, err, err_len};
     int rc = CPB_OK;
-    for (int i = 0; i < cpb_method_count() && rc == CPB_OK; i++) rc = enumerate(&s, cpb_method_at(i));
+    for (int i = 0; i < cpb_method_count() && rc == CPB_OK; i++) {
+        if (!cpb_plan_method_listed(o->methods, cpb_method_at(i)->name)) continue;
+        pl->methods++;
+        rc = enumerate(&s, cpb_method_at(i));
+    }
     for (int i = 0; i < pl->n && rc == CPB_OK; i++) {
         if (o->progress && !o->max_context) o->progress(o->progress_ctx, i, pl->n, pl->points, pl->c[i].m->name);
         rc = run_candidate(&s, i);

@@ -12,10 +12,24 @@
  * simulator's stream timelines.  With max_context each candidate's longest fitting length
  * is bisected instead (its row is the one at that length).
  *
- * The recommendation: at a given length, the fastest candidate that fits (tokens/s per
- * GPU; ties: the smaller peak, then the earlier in search order); with max_context, the
- * one with the longest context (ties: the faster there).  paper/make_figures.py --plan
- * applies the same rule to a results file. */
+ * The table: at a given length, the candidates that fit by tokens/s per GPU (then the
+ * smaller peak, then search order); with max_context by their longest context (then the
+ * faster there); then the ones that do not fit, closest first; errors last.
+ *
+ * The recommendation (docs/simulator.md, "What plan recommends"):
+ *   - eligible: it fits with at least min_headroom of the usable memory free (with
+ *     max_context each candidate's length is the longest at which it has that headroom);
+ *     a candidate under the floor is listed (low_headroom) but never recommended;
+ *   - calibrated first: a candidate whose attention calls ran (some of) on our own kernels
+ *     (its row's attn_impl own or mixed: --attn own, --upipe-bwd delta, --fpdt-bwd delta)
+ *     has an uncalibrated speed estimate; it is recommended only when no calibrated
+ *     candidate is eligible (then rec_uncalibrated says so);
+ *   - ties: among the eligible of the chosen kind, the best (the fastest; with max_context
+ *     the longest, to within the bisection step, then the fastest of those) and every one
+ *     within the prediction's uncertainty (tie, a fraction: CPB_PLAN_TIE) of its tokens/s
+ *     are tied; the most headroom breaks the tie, then the faster, then the table order.
+ * The rows carry the marks (cpb_row.plan: recommended, tie, under-floor, uncalibrated), and
+ * paper/make_figures.py --plan draws the row marked recommended. */
 #ifndef CPB_PLAN_H
 #define CPB_PLAN_H
 
@@ -43,6 +57,10 @@ typedef struct cpb_plan_opts {
     cpb_knobs given;         /* knobs given on the command line: not searched */
     int max_context;         /* bisect each candidate's longest fitting length */
     int64_t seq_start, seq_stop, bisect; /* its range (0: 16K, 2M and 32K tokens per GPU) */
+    double min_headroom;     /* the floor: a fraction of the usable memory left free (the
+                                command's default CPB_PLAN_MIN_HEADROOM; 0: none) */
+    double tie;              /* the uncertainty within which speeds tie (0: CPB_PLAN_TIE) */
+    const char *methods;     /* search only these: "m1,m2" (NULL or "": every method) */
     /* called after every simulated point (may be NULL) */
     void (*progress)(void *ctx, int cands_done, int cands_total, int points, const char *next);
     void *progress_ctx;
@@ -65,6 +83,10 @@ typedef struct cpb_plan_cand {
     int limit;                /* ... and what it ran out of (cpb_plan_bound) */
     int points;               /* points simulated for it */
     int frontier;             /* on the Pareto frontier (memory vs tokens/s; max_context: length vs tokens/s) */
+    /* the recommendation's rules (cpb_plan_rank) */
+    int low_headroom;         /* fits, with less than the floor of headroom: never recommended */
+    int uncalibrated;         /* some attention calls ran on our kernels (row attn_impl own or mixed) */
+    int tie;                  /* within the uncertainty of the best eligible one (when there are several) */
 } cpb_plan_cand;
 
 typedef struct cpb_plan {
@@ -76,6 +98,14 @@ typedef struct cpb_plan {
     int closest;              /* when none fits: the candidate that comes closest; else -1 */
     int runner_up;            /* the next best fitting one, -1 when none */
     int roomy;                /* the fastest fitting one with at least CPB_PLAN_ROOMY headroom */
+    int fastest;              /* the first fitting one of the table (-1: none fits) */
+    int best_calibrated;      /* the first fitting, calibrated one of the table (-1: none) */
+    int roomiest_low;         /* when none is eligible: the fitting one with the most headroom */
+    int rec_uncalibrated;     /* the recommendation is uncalibrated: no calibrated one is eligible */
+    int ties;                 /* candidates tied with the recommendation (itself not counted) */
+    int low;                  /* fitting candidates under the headroom floor */
+    double min_headroom, tie; /* the rules applied (cpb_plan_rank reads them) */
+    int methods;              /* methods searched */
     int refused;              /* knob combinations a method or a check refused */
     char refusals[2048];      /* methods with no candidate at all, each with its reason */
     int errors;               /* candidates whose simulation failed */
@@ -93,14 +123,28 @@ typedef struct cpb_plan {
  * (docs/simulator.md: the caching allocator's gap): the recommendation names the fastest
  * candidate with at least this much too */
 #define CPB_PLAN_ROOMY 0.10
+/* the default headroom floor (--min-headroom 10): the same gap */
+#define CPB_PLAN_MIN_HEADROOM 0.10
+/* the uncertainty of a predicted tokens/s when two candidates of one plan are compared: an
+ * estimate, docs/simulator.md "What plan recommends" gives its reasoning */
+#define CPB_PLAN_TIE 0.02
+/* a limit of max_context beyond the bounds: the headroom floor (cpb_plan_bound_name) */
+#define CPB_BOUND_FLOOR 5
+
+/* the row's attention calls ran, some or all, on our own kernels (attn_impl own or mixed) */
+int cpb_plan_row_uncalibrated(const cpb_row *r);
+/* name is in the comma list methods (NULL or "": every method is) */
+int cpb_plan_method_listed(const char *methods, const char *name);
+/* fraction of the usable device memory a candidate leaves free */
+double cpb_plan_headroom(const cpb_plan_cand *c);
 
 /* Search.  CPB_OK with the plan (even when nothing fits: recommended = -1), or
  * CPB_ERR_INVALID for bad input with err set.  Release with cpb_plan_free. */
 int cpb_plan_search(const cpb_plan_opts *o, cpb_plan *out, char *err, size_t err_len);
 void cpb_plan_free(cpb_plan *pl);
 
-/* The ranking, frontier and recommendation of the candidates (called by cpb_plan_search;
- * exposed for tests) */
+/* The ranking, frontier and recommendation of the candidates, with the rules pl->min_headroom
+ * and pl->tie (0: CPB_PLAN_TIE) (called by cpb_plan_search; exposed for tests) */
 void cpb_plan_rank(cpb_plan *pl, int max_context);
 
 #ifdef __cplusplus

@@ -66,6 +66,8 @@ extern "C" {
     I(iters, "timed steps (step time = median of the slowest rank)")                         \
     S(options, CPB_ROW_OPTIONS_LEN, "options that change the result and have no column of their own, canonical: " \
       "mem-cap=42949672960;calibration=fnv1a64:... (\"\" = none given)")                      \
+    S(plan, 64, "plan rows: the recommendation's marks, space-separated: recommended, tie, under-floor, " \
+      "uncalibrated (\"\" on other rows)")                                                    \
     L(capacity_bytes, "device capacity the trial ran under")                                 \
     L(peak_bytes, "tracked device high-water (max_memory_allocated)")                        \
     L(reserved_bytes, "allocator-pool reserved high-water (max_memory_reserved; = peak on cpu/sim)") \

@@ -98,6 +98,12 @@ static const opt_def opts[] = {
     {"--isolate", OPT_FLAG, F(isolate), 0, NULL, NULL, "sweep: run each trial in its own process", NONE, CMD(sweep), BE_ALL, NULL},
     {"--max-context", OPT_FLAG, F(max_context), 0, NULL, NULL, "plan: the longest context each candidate fits", NONE,
      CMD(plan), BE_SIM, NULL},
+    {"--methods", OPT_METHOD, F(methods), CAP(methods), NULL, "M1,M2", "plan: search only these methods", NONE, CMD(plan), BE_SIM, "ulysses,usp"},
+    {"--stack", OPT_NAME, F(stack), CAP(stack), "deepspeed|megatron|yunchang|torchtitan", "deepspeed|megatron|yunchang|torchtitan",
+     "plan: search only the methods this framework family has (driver/plan_frameworks.c)", NONE, CMD(plan), BE_SIM, "yunchang"},
+    {"--min-headroom", OPT_INT0, F(min_headroom), 0, NULL, "PCT", "plan: recommend only candidates leaving this % of the "
+     "usable memory free (default 10)", NONE, CMD(plan), BE_SIM, "15"},
+    {"--top", OPT_INT, F(top), 0, NULL, "N", "plan: print the table's first N rows only", NONE, CMD(plan), BE_SIM, "10"},
     {"--timeout", OPT_DOUBLE, F(timeout), 0, NULL, "SECONDS", "end every rank when a trial makes no progress this long; sim: "
      "stop a point still simulating after this long (default 1800)", NONE, C_CTX | CMD(plan), BE_ALL, "600"},
     {"--seq-start", OPT_SIZE, F(seq_start), 0, NULL, "S", "sweep (and run --scope model): first length", NONE, C_POINTS | CMD(bench_kernels) | CMD(plan), BE_ALL, "64K"},
@@ -144,6 +150,7 @@ void cpb_args_defaults(cpb_args *a)
     a->profile_iter = -1;
     a->factor = 2.0;
     a->timeout = CPB_ARGS_DEFAULT_TIMEOUT_S;
+    a->min_headroom = 10;
 }
 
 /* the largest value an integer option takes: every count is bounded so that no product of

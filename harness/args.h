@@ -66,6 +66,10 @@ typedef struct cpb_args {
     char scope[8];           /* --scope layer|model (default layer; plan: model) */
     int scope_given;         /* --scope was on the command line */
     int max_context;         /* --max-context (plan) */
+    char methods[512];       /* --methods m1,m2 (plan: search only these; "" = every method) */
+    char stack[16];          /* --stack FAMILY (plan: the methods of a framework family) */
+    int min_headroom;        /* --min-headroom PCT (plan; default 10) */
+    int top;                 /* --top N (plan: the table's first N rows; 0 = all) */
     int64_t mem_cap;         /* --mem-cap BYTES (0 = the device's) */
     int64_t host_mem_cap;    /* --host-mem-cap BYTES (0 = unlimited / profile) */
     char comm[8];            /* --comm nccl|mpi (cuda; default nccl) */

@@ -5,13 +5,16 @@
  *   cpbench plan --model PRESET | --model-config FILE --gpus C [--gpus-per-node N]
  *                [--gpu PROFILE] [--framework PRESET] [--scope model|layer]
  *                (--seq S | --max-context [--seq-start S --seq-stop S --bisect S]) [--out FILE]
+ *                [--min-headroom PCT] [--methods M1,M2 | --stack FAMILY] [--attn cudnn|own] [--top N]
  *
- * Prints the ranked candidates (method, knobs, predicted peak, headroom, tokens/s per GPU,
- * what bounds the run), the Pareto frontier, and a recommendation with its reason; a
+ * Prints the ranked candidates (method, knobs, the attention implementation per call class,
+ * predicted peak, headroom, tokens/s per GPU, what bounds the run, the marks of plan.h's
+ * rules: under-floor, tie, uncalibrated), the Pareto frontier, and a recommendation with
+ * its reason and its settings in the frameworks that have its method (plan_frameworks.c); a
  * progress line goes to stderr while it searches.  Every output says it is a prediction,
  * from which GPU profile and which training setup.  --out appends every candidate's row to
  * a results file (points already there are not written again).  Exit: 0 with a
- * recommendation, 3 when no candidate fits, 2 for bad input, 1 when a candidate's
+ * recommendation, 3 when no candidate fits (or none with the headroom floor), 2 for bad input, 1 when a candidate's
  * simulation failed or the results file could not be written. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +26,7 @@
 #include "gpu_profiles.h"
 #include "model_scope.h"
 #include "plan.h"
+#include "plan_frameworks.h"
 #include "progress.h"
 #include "provenance.h"
 #include "registry.h"
@@ -134,7 +138,36 @@ static void bound_text(const cpb_plan_cand *c, char *buf, size_t len)
 static void headroom_text(const cpb_plan_cand *c, char *buf, size_t len)
 {
     if (c->bound == CPB_BOUND_ERROR || c->cap <= 0) snprintf(buf, len, "-");
-    else snprintf(buf, len, "%.2f (%.0f%%)", gib(c->cap - c->need), 100.0 * (double)(c->cap - c->need) / (double)c->cap);
+    else snprintf(buf, len, "%.2f (%.1f%%)", gib(c->cap - c->need), 100.0 * (double)(c->cap - c->need) / (double)c->cap);
+}
+
+/* the attention implementation per call class: "cudnn", "own", "mixed(bwd own)" (the row's
+ * attn_impl, and from attn_calls which classes ran on our kernels) */
+static void attn_text(const cpb_row *r, char *buf, size_t len)
+{
+    if (!r->attn_impl[0]) {
+        snprintf(buf, len, "-");
+        return;
+    }
+    if (strcmp(r->attn_impl, "mixed") != 0) {
+        snprintf(buf, len, "%s", r->attn_impl);
+        return;
+    }
+    int f = strstr(r->attn_calls, "fwd own") != NULL, b = strstr(r->attn_calls, "bwd own") != NULL;
+    snprintf(buf, len, "mixed(%s own)", f && b ? "fwd+bwd" : f ? "fwd" : b ? "bwd" : "some");
+}
+
+/* the candidate's flags in the table: R recommended, = tied with it, low headroom, uncal */
+static void notes_text(const cpb_plan *pl, int i, char *buf, size_t len)
+{
+    const cpb_plan_cand *c = &pl->c[i];
+    size_t n = 0;
+    buf[0] = 0;
+    if (i == pl->recommended) n += (size_t)snprintf(buf + n, len - n, "RECOMMENDED ");
+    else if (c->tie) n += (size_t)snprintf(buf + n, len - n, "tie ");
+    if (c->low_headroom && n < len) n += (size_t)snprintf(buf + n, len - n, "under-floor ");
+    if (c->uncalibrated && n < len) n += (size_t)snprintf(buf + n, len - n, "uncalibrated ");
+    if (n && n <= len) buf[n - 1] = 0;
 }
 
 static void print_header(const ctx *x, const cpb_plan *pl, double seconds)
@@ -170,18 +203,30 @@ static void print_header(const ctx *x, const cpb_plan *pl, double seconds)
     if (sp) printf("#   layer: %s\n", desc);
     printf("#   TFLOP/s c/m: model TFLOP/s per GPU, FLOPs counted as causal / as megatron; MFU c/m: their share of the "
            "profile's %.0f TFLOP/s peak (results/README.md)\n", g->hw.peak_flops / 1e12);
-    printf("#   %d candidates of %d methods (%d knob combinations refused), %d points simulated in %.1f s\n", pl->n,
-           cpb_method_count(), pl->refused, pl->points, seconds);
+    printf("#   %d candidates of %d methods%s%s (%d knob combinations refused), %d points simulated in %.1f s\n",
+           pl->n, pl->methods, x->o->methods && x->o->methods[0] ? ": " : "", x->o->methods ? x->o->methods : "",
+           pl->refused, pl->points, seconds);
+    printf("#   recommendation rules (docs/simulator.md, \"What plan recommends\"): at least %.0f%% of the usable memory "
+           "free (--min-headroom%s);\n#     tokens/s within %.0f%% of the best are a tie (the prediction's uncertainty "
+           "when two candidates are compared: an estimate), broken by headroom;\n#     candidates whose attention ran "
+           "on our own kernels (attn own or mixed) are uncalibrated: recommended only when nothing calibrated fits\n",
+           100 * x->o->min_headroom, x->o->max_context ? ", at each candidate's longest context" : "", 100 * pl->tie);
     if (pl->refusals[0]) printf("#   not applicable: %s\n", pl->refusals);
 }
 
 static void print_table(const ctx *x, const cpb_plan *pl)
 {
     const int mc = x->o->max_context;
-    printf("\n%4s  %-8s %-34s %s%9s %15s %9s %13s %9s %13s %11s  %s\n", "rank", "method", "knobs",
+    const int shown = x->a->top > 0 && x->a->top < pl->n ? x->a->top : pl->n;
+    int kw = 5;
+    for (int k = 0; k < shown; k++) {
+        int l = (int)strlen(knobs_or_dash(&pl->c[pl->order[k]]));
+        if (l > kw) kw = l;
+    }
+    printf("\n%4s  %-8s %-*s %-15s %s%9s %15s %9s %13s %9s %13s %11s  %s\n", "rank", "method", kw, "knobs", "attn",
            mc ? "  context " : "", "peak GiB", "headroom GiB", "host GiB", "tokens/s/GPU", "step s", "TFLOP/s c/m",
            "MFU c/m %", mc ? "bound (limit)" : "bound");
-    for (int k = 0; k < pl->n; k++) {
+    for (int k = 0; k < shown; k++) {
         const cpb_plan_cand *c = &pl->c[pl->order[k]];
         char bound[64], head[32], ctxs[24] = "";
         bound_text(c, bound, sizeof bound);
@@ -206,11 +251,18 @@ static void print_table(const ctx *x, const cpb_plan *pl)
             snprintf(tf, sizeof tf, "%.0f/%.0f", c->row.tflops_per_gpu, c->row.tflops_per_gpu_megatron);
             snprintf(mfu, sizeof mfu, "%.1f/%.1f", 100 * c->row.mfu_causal, 100 * c->row.mfu_megatron);
         }
-        printf("%4d  %-8s %-34s %s%9.2f %15s %9.2f %13s %9s %13s %11s  %s%s\n", k + 1, c->m->name, knobs_or_dash(c),
-               ctxs, gib(c->need), head, gib(c->need_host), t, st, tf, mfu, bound, c->frontier ? "  *" : "");
+        char at[32], notes[64];
+        attn_text(&c->row, at, sizeof at);
+        notes_text(pl, pl->order[k], notes, sizeof notes);
+        printf("%4d  %-8s %-*s %-15s %s%9.2f %15s %9.2f %13s %9s %13s %11s  %s%s%s%s\n", k + 1, c->m->name,
+               kw, knobs_or_dash(c), at, ctxs, gib(c->need), head, gib(c->need_host), t, st, tf, mfu, bound,
+               c->frontier ? "  *" : "", notes[0] ? "  " : "", notes);
         if (c->bound == CPB_BOUND_ERROR) printf("      error: %s\n", c->row.reason);
     }
-    printf("(* on the Pareto frontier)\n");
+    if (shown < pl->n) printf("(%d more candidates not shown: --top %d)\n", pl->n - shown, x->a->top);
+    printf("(* on the Pareto frontier; tie: within the uncertainty of the recommendation's group; under-floor: less "
+           "headroom than --min-headroom, never recommended;\n uncalibrated: its speed rests on our attention kernels' "
+           "estimate, docs/attention.md; knobs' attn= is the --attn choice, the attn column what ran, per call class)\n");
 }
 
 static void print_frontier(const ctx *x, const cpb_plan *pl)
@@ -275,6 +327,18 @@ static void run_command(const ctx *x, const cpb_plan_cand *c, char *buf, size_t 
 static void print_recommendation(const ctx *x, const cpb_plan *pl)
 {
     const char *setup = x->model ? x->fw->name : "one layer";
+    if (pl->recommended < 0 && pl->roomiest_low >= 0) {
+        const cpb_plan_cand *c = &pl->c[pl->roomiest_low];
+        char n1[200], t1[24];
+        printf("\nNothing to recommend (a prediction: %s, %s): %d candidate%s fit%s, each with less than %.0f%% of the "
+               "usable memory free (--min-headroom %.0f), which the caching allocator's fragmentation can take\n",
+               x->prof->name, setup, pl->low, pl->low == 1 ? "" : "s", pl->low == 1 ? "s" : "", 100 * x->o->min_headroom,
+               100 * x->o->min_headroom);
+        printf("The roomiest: %s, %.2f GiB (%.1f%%) free, %s tokens/s/GPU%s; a lower --min-headroom accepts it at that "
+               "risk\n", named(c, n1, sizeof n1), gib(c->cap - c->need), 100 * cpb_plan_headroom(c),
+               tps_text(c->row.tokens_per_s_per_gpu, t1, sizeof t1), c->uncalibrated ? " (uncalibrated)" : "");
+        return;
+    }
     if (pl->recommended < 0) {
         char S[32];
         tokens_label(S, sizeof S, x->o->base.S);
@@ -305,20 +369,31 @@ static void print_recommendation(const ctx *x, const cpb_plan *pl)
         return;
     }
     const cpb_plan_cand *r = &pl->c[pl->recommended];
-    int nfit = 0;
-    for (int i = 0; i < pl->n; i++) nfit += pl->c[i].bound == CPB_BOUND_COMPUTE || pl->c[i].bound == CPB_BOUND_COMM;
+    int nfit = 0, nel = 0;
+    for (int i = 0; i < pl->n; i++) {
+        const cpb_plan_cand *c = &pl->c[i];
+        const int f = c->bound == CPB_BOUND_COMPUTE || c->bound == CPB_BOUND_COMM;
+        nfit += f;
+        nel += f && !c->low_headroom && c->uncalibrated == r->uncalibrated;
+    }
     char bound[64], S[32], cmd[1024];
     bound_text(r, bound, sizeof bound);
     tokens_label(S, sizeof S, r->p.S);
-    char n1[200], n2[200], t1[24], t2[24];
+    char n1[200], n2[200], t1[24], t2[24], at[32];
+    const double floor_pct = 100 * x->o->min_headroom, tie_pct = 100 * pl->tie;
     printf("\nRecommendation (a prediction: %s, %s): %s\n", x->prof->name, setup, named(r, n1, sizeof n1));
+    printf("  why: of the %d candidates that fit, %d %s at least %.0f%% of the memory free%s;", nfit, nel,
+           nel == 1 ? "leaves" : "leave", floor_pct, r->uncalibrated ? " (uncalibrated ones: no calibrated one does)" :
+           " and ran on cuDNN (calibrated)");
     if (x->o->max_context)
-        printf("  why: the longest context of the %d candidates that fit at some length: %s tokens, at %s "
-               "tokens/s/GPU", nfit, S, tps_text(r->row.tokens_per_s_per_gpu, t1, sizeof t1));
+        printf(" it fits the longest context of those, %s tokens (to within the %s step), at %s tokens/s/GPU", S,
+               "bisection", tps_text(r->row.tokens_per_s_per_gpu, t1, sizeof t1));
     else
-        printf("  why: the fastest of the %d candidates that fit: %s tokens/s/GPU", nfit,
-               tps_text(r->row.tokens_per_s_per_gpu, t1, sizeof t1));
-    if (pl->runner_up >= 0) {
+        printf(" it runs at %s tokens/s/GPU", tps_text(r->row.tokens_per_s_per_gpu, t1, sizeof t1));
+    if (pl->ties > 0)
+        printf(";\n       %d other%s within %.0f%% of the best of them (a tie: the prediction cannot rank them), and "
+               "of the tied it leaves the most memory free", pl->ties, pl->ties == 1 ? " is" : "s are", tie_pct);
+    else if (pl->runner_up >= 0) {
         const cpb_plan_cand *u = &pl->c[pl->runner_up];
         if (x->o->max_context && u->max_seq < r->max_seq) {
             char S2[32];
@@ -326,19 +401,55 @@ static void print_recommendation(const ctx *x, const cpb_plan *pl)
             printf("; next: %s (%s)", named(u, n2, sizeof n2), S2);
         } else {
             double ahead = 100.0 * (r->row.tokens_per_s_per_gpu / u->row.tokens_per_s_per_gpu - 1.0);
-            printf(", %.2f%% ahead of %s (%s)", ahead, named(u, n2, sizeof n2),
-                   tps_text(u->row.tokens_per_s_per_gpu, t2, sizeof t2));
+            printf(", %.2f%% ahead of %s (%s), more than the %.0f%% uncertainty", ahead, named(u, n2, sizeof n2),
+                   tps_text(u->row.tokens_per_s_per_gpu, t2, sizeof t2), tie_pct);
         }
     }
-    printf(";\n       peak %.2f GiB of %.2f GiB usable (%.2f GiB headroom), host %.2f GiB of %.2f GiB; bound by %s of "
-           "the critical path\n", gib(r->need), gib(r->cap), gib(r->cap - r->need), gib(r->need_host), gib(r->cap_host),
-           bound);
-    if (!x->o->max_context && pl->roomy >= 0 && pl->roomy != pl->recommended) {
-        const cpb_plan_cand *m = &pl->c[pl->roomy];
-        printf("  note: it leaves less than %.0f%% of the memory free, which the caching allocator's fragmentation "
-               "can take;\n        the fastest with more room is %s (%s tokens/s/GPU, %.2f GiB headroom)\n",
-               100 * CPB_PLAN_ROOMY, named(m, n2, sizeof n2), tps_text(m->row.tokens_per_s_per_gpu, t2, sizeof t2),
-               gib(m->cap - m->need));
+    printf(";\n       peak %.2f GiB of %.2f GiB usable (%.2f GiB, %.0f%% headroom), host %.2f GiB of %.2f GiB; bound by %s "
+           "of the critical path\n", gib(r->need), gib(r->cap), gib(r->cap - r->need), 100 * cpb_plan_headroom(r),
+           gib(r->need_host), gib(r->cap_host), bound);
+    /* the fastest that fits, when it is not the recommendation: why not */
+    if (pl->fastest >= 0 && pl->fastest != pl->recommended) {
+        const cpb_plan_cand *f = &pl->c[pl->fastest];
+        double ahead = 100.0 * (f->row.tokens_per_s_per_gpu / r->row.tokens_per_s_per_gpu - 1.0);
+        char ctxt[48] = "";
+        if (x->o->max_context) {
+            char S3[32];
+            tokens_label(S3, sizeof S3, f->max_seq);
+            snprintf(ctxt, sizeof ctxt, " at %s", S3);
+        }
+        printf("  not %s%s (%+.2f%% tokens/s, %.0f%% headroom): %s\n", named(f, n2, sizeof n2), ctxt, ahead,
+               100 * cpb_plan_headroom(f),
+               f->low_headroom  ? "under the headroom floor (the caching allocator's fragmentation can take that little)"
+               : f->uncalibrated ? "its speed rests on our attention kernels' uncalibrated estimate"
+               : f->tie          ? "tied within the uncertainty, with less headroom"
+                                 : "longer context or more headroom won");
+    }
+    if (pl->rec_uncalibrated) {
+        attn_text(&r->row, at, sizeof at);
+        printf("  UNCALIBRATED: no calibrated candidate fits with %.0f%% headroom; this one's speed rests on our own "
+               "attention kernels' estimate (attn %s: %s), not on measured cuDNN curves: measure it before relying on "
+               "its speed\n", floor_pct, at, r->row.attn_calls);
+    }
+    char fw[2048];
+    int nf = cpb_plan_framework_settings(r->m, &r->p, x->a->stack, fw, sizeof fw);
+    printf("  in the frameworks%s:\n%s", nf ? " that have it (driver/plan_frameworks.c cites each setting)" : "", fw);
+    if (!nf && pl->ties > 0) {
+        /* of the tied, the roomiest that a framework has: as good a choice by the prediction */
+        int best = -1;
+        for (int i = 0; i < pl->n; i++) {
+            const cpb_plan_cand *c = &pl->c[i];
+            if (!c->tie || i == pl->recommended) continue;
+            if (!strcmp(cpb_knob_str(&c->p, "fpdt_impl"), "pipelined")) continue; /* not DeepSpeed's schedule */
+            if (cpb_plan_framework_settings(c->m, &c->p, x->a->stack, fw, sizeof fw) == 0) continue;
+            if (best < 0 || cpb_plan_headroom(c) > cpb_plan_headroom(&pl->c[best])) best = i;
+        }
+        if (best >= 0) {
+            const cpb_plan_cand *c = &pl->c[best];
+            cpb_plan_framework_settings(c->m, &c->p, x->a->stack, fw, sizeof fw);
+            printf("  tied with it, in a framework: %s (%s tokens/s/GPU, %.0f%% headroom):\n%s", named(c, n2, sizeof n2),
+                   tps_text(c->row.tokens_per_s_per_gpu, t2, sizeof t2), 100 * cpb_plan_headroom(c), fw);
+        }
     }
     if (pl->exact_check > 0)
         printf("  checked: simulated again rank by rank (--sim-ranks exact), the same peak and step time\n");
@@ -408,6 +519,7 @@ static int check_work(const cpb_args *a, const cpb_plan_opts *o, char *err, size
     pa.seq -= pa.seq % (a->gpus > 0 ? a->gpus : 1);
     for (int i = 0; i < cpb_method_count(); i++) {
         const cpb_method *m = cpb_method_at(i);
+        if (!cpb_plan_method_listed(o->methods, m->name)) continue;
         cpb_problem p;
         char why[1024];
         if (cpb_args_problem(&pa, m, a->gpus, &p, why, sizeof why) != CPB_OK) continue; /* a refusal: no work */
@@ -435,8 +547,25 @@ int cpb_cmd_plan(const cpb_cli *c)
                 "recommendation with `cpbench run --backend %s`)\n", a->backend, a->backend);
         return 2;
     }
-    if (a->method[0]) {
-        fprintf(stderr, "cpbench plan: searches every method; give their knobs to fix them, not --method\n");
+    /* the methods searched: --methods (or --method), or a --stack family's */
+    static char methods[512];
+    methods[0] = 0;
+    if (a->method[0] && a->methods[0]) {
+        fprintf(stderr, "cpbench plan: --method and --methods say the same (the methods to search); give one\n");
+        return 2;
+    }
+    if ((a->method[0] || a->methods[0]) && a->stack[0]) {
+        fprintf(stderr, "cpbench plan: --stack %s chooses the methods; give it or --methods, not both\n", a->stack);
+        return 2;
+    }
+    const char *ml = a->methods[0] ? a->methods : a->method;
+    if (ml[0] && strcmp(ml, "all") != 0) snprintf(methods, sizeof methods, "%s", ml);
+    if (a->stack[0] && !cpb_plan_stack_methods(a->stack, methods, sizeof methods)) {
+        fprintf(stderr, "cpbench plan: --stack '%s': expected one of %s\n", a->stack, cpb_plan_stacks());
+        return 2;
+    }
+    if (a->min_headroom > 90) {
+        fprintf(stderr, "cpbench plan: --min-headroom %d: expected a percentage from 0 to 90\n", a->min_headroom);
         return 2;
     }
     if (!a->gpus) {
@@ -468,6 +597,9 @@ int cpb_cmd_plan(const cpb_cli *c)
     o.seq_start = a->seq_start;
     o.seq_stop = a->seq_stop;
     o.bisect = a->bisect;
+    o.methods = methods;
+    o.min_headroom = a->min_headroom / 100.0;
+    o.tie = CPB_PLAN_TIE;
     /* the shape: the problem of no method at this length (the knobs come per candidate) */
     cpb_args pa = *a;
     if (!pa.seq) pa.seq = 2 * (int64_t)a->gpus;
@@ -499,7 +631,8 @@ int cpb_cmd_plan(const cpb_cli *c)
     progress pr = {now_s(), 0, isatty(2), 0};
     o.progress = on_progress;
     o.progress_ctx = &pr;
-    fprintf(stderr, "# plan: searching every method and knob on the simulator (%s, %d GPUs)...\n", prof.name, a->gpus);
+    fprintf(stderr, "# plan: searching %s and every knob on the simulator (%s, %d GPUs)...\n",
+            methods[0] ? methods : "every method", prof.name, a->gpus);
     static cpb_plan pl;
     int rc = cpb_plan_search(&o, &pl, err, sizeof err);
     if (rc != CPB_OK) {

@@ -579,15 +579,19 @@ def plan_groups(rows):
 
 
 def plan_choice(rows):
-    """(recommended row or None, frontier rows, max_context) by cpbench plan's rule"""
+    """(recommended row or None, frontier rows, max_context): the row cpbench plan marked
+    recommended, or by the fastest-that-fits rule in files before schema 8"""
     ok = [r for r in rows if r["status"] == "ok" and r["tokens_per_s_per_gpu"] > 0]
     max_context = len({int(r["seq_len"]) for r in rows}) > 1
     if not ok:
         return None, [], max_context
     x = (lambda r: int(r["seq_len"])) if max_context else (lambda r: -int(r["peak_bytes"]))
     tps = lambda r: float(r["tokens_per_s_per_gpu"])
-    best = ok[0]
-    for r in ok[1:]:
+    # the plan's own recommendation (schema 8: the plan column; headroom floor, ties, the
+    # uncalibrated rule: README "Planning"), else the fastest that fits (older files)
+    marked = [r for r in ok if "recommended" in str(r.get("plan", "")).split()]
+    best = marked[-1] if marked else ok[0]
+    for r in ([] if marked else ok[1:]):
         if max_context:
             better = (x(r), tps(r), -int(r["peak_bytes"])) > (x(best), tps(best), -int(best["peak_bytes"]))
         else:

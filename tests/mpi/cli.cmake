@@ -104,7 +104,14 @@ cpb_cli_refusal(plan_bad_config "num_key_value_heads: expected a divisor of num_
 cpb_cli_refusal(plan_needs_a_length "give --seq S .* or --max-context"
   ${CPBENCH} plan --model llama3-8b --gpus 8 --out ${CPB_CLI_DUMP})
 cpb_cli_refusal(plan_needs_gpus "--gpus C is required" ${CPBENCH} plan --model llama3-8b --seq 1M --out ${CPB_CLI_DUMP})
-cpb_cli_refusal(plan_not_a_method "searches every method" ${CPBENCH} plan --model llama3-8b --gpus 8 --seq 1M
-  --method ulysses --out ${CPB_CLI_DUMP})
+# (issue 25: plan --method M1,M2 restricts the search, as --methods does; both at once are refused)
+cpb_cli_refusal(plan_not_a_method "--method and --methods say the same" ${CPBENCH} plan --model llama3-8b --gpus 8
+  --seq 1M --method ulysses --methods ring --out ${CPB_CLI_DUMP})
 cpb_cli_refusal(plan_on_the_simulator "searches on the simulator" ${CPBENCH} plan --backend cpu --model llama3-8b
   --gpus 8 --seq 1M --out ${CPB_CLI_DUMP})
+
+# the recommendation's options of `cpbench plan` (issue 25 §1: --min-headroom, --methods,
+# --stack, --top, the uncalibrated mark, the rows' plan column), table-driven
+cpb_cmd_test(cli_plan_cases bash ${CMAKE_SOURCE_DIR}/tests/cli/run_cases.sh ${CPBENCH} ${MPIEXEC_EXECUTABLE}
+  ${CMAKE_CURRENT_BINARY_DIR}/cli_plan_cases ${CMAKE_SOURCE_DIR}/tests/cli/plan_cases.txt)
+set_tests_properties(cli_plan_cases PROPERTIES TIMEOUT 300)

@@ -10,6 +10,7 @@
 #include "cpb_presets.h"
 #include "knobs.h"
 #include "plan.h"
+#include "plan_frameworks.h"
 #include "sweep.h"
 
 static cpb_plan_opts opts(const char *model, int C, int64_t S, const char *scope)
@@ -22,6 +23,7 @@ static cpb_plan_opts opts(const char *model, int C, int64_t S, const char *scope
     o.base.dtype = CPB_BF16;
     o.scope = scope;
     o.sim.ranks = CPB_SIM_RANKS_SYMMETRIC;
+    o.min_headroom = CPB_PLAN_MIN_HEADROOM;
     return o;
 }
 
@@ -30,7 +32,14 @@ static int fits(const cpb_plan_cand *c)
     return c->bound == CPB_BOUND_COMPUTE || c->bound == CPB_BOUND_COMM;
 }
 
-/* the recommendation fits and no candidate that fits is faster; the table is in order */
+static int eligible_kind(const cpb_plan_cand *c, int uncal)
+{
+    return fits(c) && !c->low_headroom && c->uncalibrated == uncal;
+}
+
+/* the recommendation follows plan.h's rules: it fits with the floor's headroom, is
+ * calibrated when any eligible one is, no eligible one of its kind is faster by more than
+ * the tie, and none within the tie leaves more memory free; the table is in order */
 static void check_recommendation(const cpb_plan *pl)
 {
     cr_assert_geq(pl->recommended, 0, "a recommendation");
@@ -40,18 +49,26 @@ static void check_recommendation(const cpb_plan *pl)
     cr_expect_leq(r->need, r->cap, "%s: needs %lld of %lld", r->m->name, (long long)r->need, (long long)r->cap);
     cr_expect_leq(r->need_host, r->cap_host);
     cr_expect_gt(r->row.tokens_per_s_per_gpu, 0);
-    cr_expect_eq(pl->order[0], pl->recommended, "rank 1 of the table");
+    cr_expect(!r->low_headroom, "the recommendation has the floor's headroom");
+    cr_expect_geq(cpb_plan_headroom(r), pl->min_headroom);
+    cr_expect_eq(r->uncalibrated, pl->rec_uncalibrated);
     int nfit = 0;
     for (int i = 0; i < pl->n; i++) {
         const cpb_plan_cand *c = &pl->c[i];
         cr_expect_eq(fits(c), c->row.code == CPB_OK, "%s %s: fits iff its row is ok", c->m->name, c->knobs);
         if (c->row.code != CPB_OK) cr_expect(c->need > c->cap || c->need_host > c->cap_host || c->bound == CPB_BOUND_ERROR,
                                               "%s %s does not fit: it needs more than there is", c->m->name, c->knobs);
+        cr_expect_eq(c->uncalibrated, cpb_plan_row_uncalibrated(&c->row));
+        cr_expect_eq(c->low_headroom, fits(c) && cpb_plan_headroom(c) < pl->min_headroom);
         if (!fits(c)) continue;
         nfit++;
-        cr_expect_leq(c->row.tokens_per_s_per_gpu, r->row.tokens_per_s_per_gpu, "%s %s (%g) is faster than the "
-                      "recommendation %s %s (%g)", c->m->name, c->knobs, c->row.tokens_per_s_per_gpu, r->m->name,
-                      r->knobs, r->row.tokens_per_s_per_gpu);
+        if (pl->rec_uncalibrated) cr_expect(!eligible_kind(c, 0), "%s %s: calibrated and eligible", c->m->name, c->knobs);
+        if (!eligible_kind(c, r->uncalibrated)) continue;
+        cr_expect_leq(c->row.tokens_per_s_per_gpu, r->row.tokens_per_s_per_gpu / (1.0 - pl->tie) * (1 + 1e-12),
+                      "%s %s (%g) is faster than the recommendation %s %s (%g) by more than the tie", c->m->name,
+                      c->knobs, c->row.tokens_per_s_per_gpu, r->m->name, r->knobs, r->row.tokens_per_s_per_gpu);
+        if (c->tie) cr_expect_leq(cpb_plan_headroom(c), cpb_plan_headroom(r), "%s %s: tied, with more headroom",
+                                  c->m->name, c->knobs);
     }
     cr_expect_gt(nfit, 0);
     /* the table: fitting ones by tokens/s, then the others closest first */
@@ -86,7 +103,7 @@ static void check_frontier(const cpb_plan *pl)
         on += c->frontier;
     }
     cr_expect_gt(on, 0);
-    cr_expect(pl->c[pl->recommended].frontier, "the fastest is on the frontier");
+    cr_expect(pl->c[pl->fastest].frontier, "the fastest is on the frontier");
 }
 
 Test(plan, llama3_8b_8_gpus_4m_whole_model)
@@ -179,11 +196,14 @@ Test(plan, max_context_is_the_longest_that_fits)
     for (int i = 0; i < pl.n; i++) {
         const cpb_plan_cand *c = &pl.c[i];
         if (!fits(c)) continue;
-        cr_expect_leq(c->max_seq, r->max_seq, "%s %s fits %lld, more than the recommendation's %lld", c->m->name,
-                      c->knobs, (long long)c->max_seq, (long long)r->max_seq);
+        cr_expect_eq(c->low_headroom, cpb_plan_headroom(c) < o.min_headroom);
+        if (eligible_kind(c, r->uncalibrated))
+            cr_expect_leq(c->max_seq, r->max_seq + o.bisect, "%s %s fits %lld, more than the recommendation's %lld "
+                          "and the bisection step", c->m->name, c->knobs, (long long)c->max_seq, (long long)r->max_seq);
+        if (c->low_headroom) continue; /* listed at its longest length under the floor */
         cr_expect_eq(c->p.S, c->max_seq, "the row is the one at the longest length");
         cr_expect_str_eq(c->row.status, "ok");
-        /* a longer length did not fit, to within the bisection step (or the range ended) */
+        /* a longer length did not fit with the floor's headroom, to within the bisection step (or the range ended) */
         if (c->first_oom) {
             cr_expect_gt(c->first_oom, c->max_seq);
             int64_t g = cpb_sweep_granule(c->m, &c->p, o.seq_start, o.seq_stop), step = g > o.bisect ? g : o.bisect;
@@ -268,4 +288,199 @@ Test(plan, ranking_ties_frontier_and_closest)
     cr_expect_eq(pl.recommended, -1);
     cr_expect_eq(pl.closest, 1);
     free(pl.order);
+}
+
+/* ---- issue 25: the recommendation's rules on made-up candidates */
+static void fake2(cpb_plan_cand *c, double tps, int64_t need, const char *attn)
+{
+    fake(c, CPB_BOUND_COMPUTE, tps, need, (double)need / 100 - 1);
+    snprintf(c->row.attn_impl, sizeof c->row.attn_impl, "%s", attn);
+}
+
+static void rank(cpb_plan *pl, cpb_plan_cand *c, int n, double floor, int max_context)
+{
+    memset(pl, 0, sizeof *pl);
+    pl->c = c;
+    pl->n = n;
+    pl->min_headroom = floor;
+    pl->tie = CPB_PLAN_TIE;
+    cpb_plan_rank(pl, max_context);
+}
+
+Test(plan, headroom_floor_lists_but_never_recommends)
+{
+    cpb_plan_cand c[3];
+    cpb_plan pl;
+    fake2(&c[0], 100, 95, "cudnn"); /* fastest, 5% headroom */
+    fake2(&c[1], 90, 70, "cudnn");  /* 30% */
+    fake2(&c[2], 80, 91, "cudnn");  /* 9% */
+    rank(&pl, c, 3, 0.10, 0);
+    cr_expect_eq(pl.recommended, 1);
+    cr_expect_eq(pl.fastest, 0, "the fastest is listed first");
+    cr_expect_eq(pl.order[0], 0);
+    cr_expect(c[0].low_headroom && !c[1].low_headroom && c[2].low_headroom);
+    cr_expect_eq(pl.low, 2);
+    free(pl.order);
+    /* the floor at 0: the fastest */
+    rank(&pl, c, 3, 0, 0);
+    cr_expect_eq(pl.recommended, 0);
+    free(pl.order);
+    /* every one under the floor: nothing recommended, the roomiest named, none "closest" */
+    c[1].need = 92;
+    rank(&pl, c, 3, 0.10, 0);
+    cr_expect_eq(pl.recommended, -1);
+    cr_expect_eq(pl.roomiest_low, 2, "9%% is the most headroom");
+    cr_expect_eq(pl.closest, -1, "they fit");
+    free(pl.order);
+}
+
+Test(plan, speeds_within_the_uncertainty_tie_and_headroom_breaks_it)
+{
+    cpb_plan_cand c[4];
+    cpb_plan pl;
+    /* the README's case: 0.01% faster with 6% headroom against 20% */
+    fake2(&c[0], 127.61, 94, "cudnn");
+    fake2(&c[1], 127.60, 80, "cudnn");
+    fake2(&c[2], 127.0, 76, "cudnn");  /* 0.5% slower, 24%: the roomiest of the tied */
+    fake2(&c[3], 120.0, 50, "cudnn");  /* 6% slower: not tied */
+    rank(&pl, c, 4, 0.05, 0);
+    cr_expect_eq(pl.recommended, 2);
+    cr_expect(c[0].tie && c[1].tie && c[2].tie && !c[3].tie);
+    cr_expect_eq(pl.ties, 2);
+    cr_expect_eq(pl.fastest, 0);
+    free(pl.order);
+    /* no tie: the fastest, unmarked */
+    c[1].row.tokens_per_s_per_gpu = 110;
+    c[2].row.tokens_per_s_per_gpu = 100;
+    rank(&pl, c, 4, 0.05, 0);
+    cr_expect_eq(pl.recommended, 0);
+    cr_expect_eq(pl.ties, 0);
+    cr_expect(!c[0].tie);
+    cr_expect_eq(pl.runner_up, 3, "the next eligible one");
+    free(pl.order);
+    /* equal headroom among the tied: the faster */
+    fake2(&c[0], 100, 80, "cudnn");
+    fake2(&c[1], 101, 80, "cudnn");
+    rank(&pl, c, 2, 0.10, 0);
+    cr_expect_eq(pl.recommended, 1);
+    free(pl.order);
+}
+
+Test(plan, uncalibrated_is_marked_and_recommended_only_when_nothing_calibrated_fits)
+{
+    cpb_plan_cand c[3];
+    cpb_plan pl;
+    fake2(&c[0], 400, 60, "own");   /* --attn own */
+    fake2(&c[1], 300, 60, "mixed"); /* bwd on our kernels (--upipe-bwd delta) */
+    fake2(&c[2], 100, 60, "cudnn");
+    rank(&pl, c, 3, 0.10, 0);
+    cr_expect(c[0].uncalibrated && c[1].uncalibrated && !c[2].uncalibrated);
+    cr_expect_eq(pl.recommended, 2);
+    cr_expect_eq(pl.rec_uncalibrated, 0);
+    cr_expect_eq(pl.best_calibrated, 2);
+    free(pl.order);
+    /* the calibrated one under the floor: the uncalibrated recommended, and said so */
+    c[2].need = 95;
+    rank(&pl, c, 3, 0.10, 0);
+    cr_expect_eq(pl.recommended, 0);
+    cr_expect_eq(pl.rec_uncalibrated, 1);
+    cr_expect_eq(pl.runner_up, 1, "the next of its kind");
+    free(pl.order);
+    /* the calibrated one does not fit at all: the same */
+    c[2].need = 60;
+    c[2].bound = CPB_BOUND_DEVICE_MEM;
+    rank(&pl, c, 3, 0.10, 0);
+    cr_expect_eq(pl.recommended, 0);
+    cr_expect_eq(pl.rec_uncalibrated, 1);
+    free(pl.order);
+    cr_expect(cpb_plan_row_uncalibrated(&c[1].row));
+    cr_expect(!cpb_plan_row_uncalibrated(&c[2].row));
+}
+
+Test(plan, max_context_ties_within_the_bisection_step)
+{
+    /* the issue's case: 7.75M uncalibrated at a crawl, 7.5M calibrated 4.5x faster */
+    cpb_plan_cand c[3];
+    cpb_plan pl;
+    fake2(&c[0], 10, 80, "mixed");
+    c[0].max_seq = 31 << 18; /* 7.75M */
+    fake2(&c[1], 45, 85, "cudnn");
+    c[1].max_seq = 30 << 18; /* 7.5M */
+    fake2(&c[2], 50, 80, "cudnn");
+    c[2].max_seq = 28 << 18; /* 7M: two steps short */
+    memset(&pl, 0, sizeof pl);
+    pl.c = c;
+    pl.n = 3;
+    pl.min_headroom = 0.10;
+    pl.bisect = 1 << 18;
+    cpb_plan_rank(&pl, 1);
+    cr_expect_eq(pl.order[0], 0, "the table: the longest first");
+    cr_expect_eq(pl.recommended, 1, "calibrated, the longest of those");
+    free(pl.order);
+    pl.order = NULL;
+    /* both calibrated: 7.75M and 7.5M are one step apart, a tie on length; the faster wins */
+    snprintf(c[0].row.attn_impl, sizeof c[0].row.attn_impl, "cudnn");
+    cpb_plan_rank(&pl, 1);
+    cr_expect_eq(pl.recommended, 1);
+    free(pl.order);
+}
+
+Test(plan, method_filter_and_stacks)
+{
+    cr_expect(cpb_plan_method_listed(NULL, "ring"));
+    cr_expect(cpb_plan_method_listed("", "ring"));
+    cr_expect(cpb_plan_method_listed("ulysses,ring", "ring"));
+    cr_expect(!cpb_plan_method_listed("ulysses,ring", "rin"));
+    cr_expect(!cpb_plan_method_listed("ulysses,ringx", "ring"));
+    static cpb_plan pl;
+    char err[1024] = "";
+    cpb_plan_opts o = opts("llama3-8b", 8, 1 << 20, "layer");
+    o.methods = "ulysses,usp";
+    cr_assert_eq(cpb_plan_search(&o, &pl, err, sizeof err), CPB_OK, "%s", err);
+    cr_expect_eq(pl.methods, 2);
+    cr_expect_gt(pl.n, 1);
+    for (int i = 0; i < pl.n; i++)
+        cr_expect(!strcmp(pl.c[i].m->name, "ulysses") || !strcmp(pl.c[i].m->name, "usp"), "%s", pl.c[i].m->name);
+    check_recommendation(&pl);
+    cpb_plan_free(&pl);
+    o.methods = "ulysses,nosuch";
+    cr_expect_eq(cpb_plan_search(&o, &pl, err, sizeof err), CPB_ERR_INVALID);
+    cr_expect(strstr(err, "nosuch") != NULL, "%s", err);
+    /* the stacks come from the frameworks' table */
+    char m[256];
+    cr_assert(cpb_plan_stack_methods("yunchang", m, sizeof m));
+    cr_expect_str_eq(m, "ulysses,ring,usp");
+    cr_assert(cpb_plan_stack_methods("deepspeed", m, sizeof m));
+    cr_expect_str_eq(m, "ulysses,fpdt");
+    cr_assert(cpb_plan_stack_methods("torchtitan", m, sizeof m));
+    cr_expect_str_eq(m, "ring");
+    cr_assert(cpb_plan_stack_methods("megatron", m, sizeof m));
+    cr_expect_str_eq(m, "ulysses,ring,usp,tp");
+    cr_expect(!cpb_plan_stack_methods("jax", m, sizeof m));
+}
+
+Test(plan, framework_settings_of_a_recommendation)
+{
+    cpb_problem p;
+    memset(&p, 0, sizeof p);
+    cr_assert_eq(cpb_preset_find("llama3-8b", &p), CPB_OK);
+    p.C = 8;
+    p.S = 4 << 20;
+    cpb_knobs_set_int(&p.knobs, "ulysses_degree", 4);
+    cpb_knobs_set_int(&p.knobs, "seq_chunk", 512 << 10);
+    char out[2048];
+    cr_expect_eq(cpb_plan_framework_settings(cpb_method_find("usp"), &p, NULL, out, sizeof out), 2);
+    cr_expect(strstr(out, "yunchang: ulysses_degree=4 ring_degree=2") != NULL, "%s", out);
+    cr_expect(strstr(out, "--hierarchical-context-parallel-sizes 4 2") != NULL, "%s", out);
+    cr_expect_eq(cpb_plan_framework_settings(cpb_method_find("fpdt"), &p, NULL, out, sizeof out), 1);
+    cr_expect(strstr(out, "sequence_parallel_size=8, FPDT_Attention chunk_size=524288") != NULL, "%s", out);
+    cr_expect_eq(cpb_plan_framework_settings(cpb_method_find("ring"), &p, NULL, out, sizeof out), 3);
+    cr_expect(strstr(out, "--context-parallel-size 8 --cp-comm-type p2p") != NULL, "%s", out);
+    cr_expect(strstr(out, "context_parallel_degree=8") != NULL, "%s", out);
+    cr_expect_eq(cpb_plan_framework_settings(cpb_method_find("upipe"), &p, NULL, out, sizeof out), 0);
+    cr_expect(strstr(out, "no framework") != NULL, "%s", out);
+    /* one family's (--stack) */
+    cr_expect_eq(cpb_plan_framework_settings(cpb_method_find("ring"), &p, "torchtitan", out, sizeof out), 1);
+    cr_expect(strstr(out, "megatron") == NULL, "%s", out);
+    cr_expect_eq(cpb_plan_framework_settings(cpb_method_find("fpdt"), &p, "megatron", out, sizeof out), 0);
 }
