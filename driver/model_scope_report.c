@@ -16,7 +16,7 @@ static double gib(int64_t b)
 void cpb_model_estimate_print(FILE *f, const cpb_model_estimate *e)
 {
     const cpb_problem *p = &e->p;
-    fprintf(f, "%s on %s (whole model: %d layers, %.2fB parameters), S = %lld, %d simulated %s (%s)\n",
+    fprintf(f, "%s on %s, scope model (whole model: %d layers, %.2fB parameters), S = %lld, %d simulated %s (%s)\n",
             e->m->name, p->model, e->spec->layers, e->params / 1e9,
             (long long)p->S, p->C, p->C == 1 ? "GPU" : "GPUs", e->gpu);
     char desc[256];
@@ -49,7 +49,13 @@ void cpb_model_estimate_print(FILE *f, const cpb_model_estimate *e)
             e->ckpt_pageable ? "pageable" : "pinned");
     if (e->host_states > 0) fprintf(f, "; offloaded model states %.2f GiB", gib(e->host_states));
     fprintf(f, ")\n");
-    fprintf(f, "time per step (predicted):\n");
+    /* a model that does not fit has no step: no step time or throughput (the rows agree) */
+    if (e->status != CPB_OK) {
+        fprintf(f, "time per step: none (%s: the step does not fit, so no step time or throughput)\n",
+                e->status == CPB_ERR_OOM || e->status == CPB_ERR_NOMEM_HOST ? "out of memory" : cpb_status_name(e->status));
+        return;
+    }
+    fprintf(f, "time per step (predicted, seconds):\n");
     fprintf(f, "  per layer: attention %.3f s (fwd %.3f + recompute %.3f + bwd %.3f), MLP %.3f s, norms %.3f s\n",
             e->attn_layer_s, e->attn.fwd_s, e->attn.fwd_s, e->attn.bwd_s, e->mlp_layer_s, e->norm_layer_s);
     fprintf(f, "             checkpoint copies %.3f s (%s), parameter traffic %.3f s (overlapped) -> %.3f s\n",

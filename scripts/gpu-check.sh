@@ -351,7 +351,7 @@ parse() { # parse FILE: status peak reserved device-used (GiB) step (ms) TFLOP/s
   [ -s "$1" ] || { echo "- - - - - -"; return; }
   awk 'function g(v, u) { return u == "B" ? v / 2^30 : u == "KiB" ? v / 2^20 : u == "MiB" ? v / 1024 : u == "TiB" ? v * 1024 : v }
        /^status:/ { st = $2 } /refuses this shape/ { st = "refused" } /^  peak / { pk = g($2, $3) } /^  reserved / { rs = g($2, $3) }
-       /^  device used / { du = g($3, $4) } /^  step / { sp = $2 } /^  TFLOP\/s\/GPU/ { tf = $2 }
+       /^  device used / { du = g($3, $4) } /^  step / { sp = $2 * 1000 } /^  TFLOP\/s\/GPU/ { tf = $2 }
        END { printf "%s %s %s %s %s %s\n", st ? st : "-", pk != "" ? sprintf("%.2f", pk) : "-",
              rs != "" ? sprintf("%.2f", rs) : "-", du != "" ? sprintf("%.2f", du) : "-",
              sp != "" ? sprintf("%.1f", sp) : "-", tf != "" ? sprintf("%.0f", tf) : "-" }' "$1"

@@ -51,3 +51,8 @@ cpb_cmd_test(harness_sweep_cpu_fingerprints_cli ${CPB_EXPECT} 0 - "[0-9]+ points
              ${CPBENCH} fingerprints --results ${CPB_CPU_SWEEP_H5})
 set_tests_properties(harness_sweep_cpu_fingerprints harness_sweep_cpu_fingerprints_cli PROPERTIES
                      FIXTURES_REQUIRED harness_cpu_rows)
+# what a person reads (issue 25 §2): no time for OOM rows, seconds, the scope in headers,
+# per-command --help
+cpb_cmd_test(harness_output bash ${CMAKE_CURRENT_SOURCE_DIR}/output_test.sh ${CPBENCH}
+             ${CMAKE_CURRENT_BINARY_DIR}/harness_output)
+set_tests_properties(harness_output PROPERTIES ENVIRONMENT "${CPB_NO_MPI_TEST_ENV}")
