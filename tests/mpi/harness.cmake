@@ -56,3 +56,6 @@ set_tests_properties(harness_sweep_cpu_fingerprints harness_sweep_cpu_fingerprin
 cpb_cmd_test(harness_output bash ${CMAKE_CURRENT_SOURCE_DIR}/output_test.sh ${CPBENCH}
              ${CMAKE_CURRENT_BINARY_DIR}/harness_output)
 set_tests_properties(harness_output PROPERTIES ENVIRONMENT "${CPB_NO_MPI_TEST_ENV}")
+# make install into a temporary PREFIX, cpbench list from PATH
+cpb_cmd_test(harness_install bash ${CMAKE_CURRENT_SOURCE_DIR}/install_test.sh ${CMAKE_BINARY_DIR}
+             ${CMAKE_CURRENT_BINARY_DIR}/harness_install ${CMAKE_SOURCE_DIR})
