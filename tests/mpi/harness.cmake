@@ -59,3 +59,7 @@ set_tests_properties(harness_output PROPERTIES ENVIRONMENT "${CPB_NO_MPI_TEST_EN
 # make install into a temporary PREFIX, cpbench list from PATH
 cpb_cmd_test(harness_install bash ${CMAKE_CURRENT_SOURCE_DIR}/install_test.sh ${CMAKE_BINARY_DIR}
              ${CMAKE_CURRENT_BINARY_DIR}/harness_install ${CMAKE_SOURCE_DIR})
+# paper/export_csv.py: a results file as a CSV for pandas
+cpb_cmd_test(harness_export_csv bash ${CMAKE_CURRENT_SOURCE_DIR}/export_csv_test.sh ${CPBENCH}
+             ${CMAKE_CURRENT_BINARY_DIR}/harness_export_csv ${CMAKE_SOURCE_DIR})
+set_tests_properties(harness_export_csv PROPERTIES ENVIRONMENT "${CPB_NO_MPI_TEST_ENV}")
