@@ -63,3 +63,6 @@ cpb_cmd_test(harness_install bash ${CMAKE_CURRENT_SOURCE_DIR}/install_test.sh ${
 cpb_cmd_test(harness_export_csv bash ${CMAKE_CURRENT_SOURCE_DIR}/export_csv_test.sh ${CPBENCH}
              ${CMAKE_CURRENT_BINARY_DIR}/harness_export_csv ${CMAKE_SOURCE_DIR})
 set_tests_properties(harness_export_csv PROPERTIES ENVIRONMENT "${CPB_NO_MPI_TEST_ENV}")
+# every command block of README.md: run (```sh) or skipped with a reason (```sh skip:)
+cpb_cmd_test(harness_readme_blocks /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/readme_blocks.py
+             ${CMAKE_SOURCE_DIR}/README.md ${CPBENCH} ${CMAKE_CURRENT_BINARY_DIR}/harness_readme_blocks ${CMAKE_SOURCE_DIR})
