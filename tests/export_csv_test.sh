@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # export_csv_test.sh CPBENCH WORKDIR SRCDIR — paper/export_csv.py (results for pandas): every
 # row of a sweep's file, its columns by name, no time or throughput in an OOM row, bad input
-# exits 2 and writes nothing.  Run by ctest (tests/mpi/harness.cmake).
+# exits 2 and writes nothing; results/README.md documents every column of the rows.  Run by ctest (tests/mpi/harness.cmake).
 set -euo pipefail
 CPB=$1
 W=$2
@@ -26,6 +26,14 @@ assert all(float(r["step_s"]) > 0 and float(r["tokens_per_s_per_gpu"]) > 0 for r
 assert all(r["step_s"] == "" and r["tokens_per_s_per_gpu"] == "" for r in oom), "an OOM row has a time"
 assert all(int(r["peak_bytes"]) > 0 for r in rows)
 assert all(r["file"] == sys.argv[2] for r in rows)
+PYEOF
+# results/README.md documents every column the rows carry
+"$PY" - "$W/s.h5" "$SRC/results/README.md" <<'PYEOF' || fail "results/README.md misses columns"
+import h5py, sys
+names = h5py.File(sys.argv[1], "r")["runs"].dtype.names
+doc = open(sys.argv[2]).read()
+missing = [n for n in names if "| `%s` |" % n not in doc]
+assert not missing, "undocumented columns: %s" % missing
 PYEOF
 echo "not hdf5" > "$W/bad.h5"
 rc=0; "$PY" "$SRC/paper/export_csv.py" "$W/bad.h5" --out "$W/bad.csv" 2> "$W/bad.txt" || rc=$?
