@@ -74,7 +74,8 @@ static void usage(FILE *f)
                "lists that command's options only.\n");
     fprintf(f, "\nExamples:\n"
                "  cpbench list\n"
-               "  mpirun -np 4 cpbench verify --method all --model tiny --seq 256 --dtype fp32\n");
+               "  mpirun --oversubscribe -np 4 cpbench verify --method all --model tiny --seq 256 --dtype fp32\n"
+               "  (--oversubscribe: more ranks than cores; as root add --allow-run-as-root)\n");
 }
 
 /* `cpbench CMD --help`: the command's summary, its default scope where it has one, and
