@@ -82,6 +82,9 @@ def main():
         os.symlink("/usr/bin/python3", os.path.join(work, "bin", "python3"))
     os.symlink(os.path.join(os.path.abspath(src), "paper"), os.path.join(work, "paper"))
     env = dict(os.environ, PATH=os.path.join(work, "bin") + os.pathsep + os.environ.get("PATH", ""))
+    if os.geteuid() == 0:  # as the README says: root adds --allow-run-as-root, or these
+        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     for where, body in runs:
         script = "set -e -o pipefail -x\n" + "\n".join(body) + "\n"
         p = subprocess.run(["bash", "-c", script], cwd=work, env=env, stdout=subprocess.PIPE,
