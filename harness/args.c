@@ -940,7 +940,11 @@ static void usage_of(FILE *f, int cmd)
 {
     const unsigned bit = cmd < 0 ? ~0u : 1u << cmd;
     if (cmd < 0) fprintf(f, "Options (each command takes those it uses; sizes take binary K, M, G, T suffixes):\n");
-    else fprintf(f, "Options of `cpbench %s` (sizes take binary K, M, G, T suffixes):\n", command_name((cpb_cmd_id)cmd));
+    else {
+        char n[32];
+        commands_of(bit, n, sizeof n); /* the name as typed: bench-kernels */
+        fprintf(f, "Options of `cpbench %s` (sizes take binary K, M, G, T suffixes):\n", n);
+    }
     int shown = 0;
     for (int k = 0; k < NOPTS; k++) {
         if (!(opts[k].cmds & bit)) continue;
@@ -948,7 +952,14 @@ static void usage_of(FILE *f, int cmd)
         char left[64];
         snprintf(left, sizeof left, "%s%s%s", opts[k].name, opts[k].arg ? " " : "",
                  opts[k].arg ? opts[k].arg : "");
-        fprintf(f, "  %-28s %s\n", left, opts[k].help);
+        const char *help = opts[k].help;
+        /* the backend's default is the command's (cpb_args_check_command) */
+        if (cmd >= 0 && strcmp(opts[k].name, "--backend") == 0) {
+            if (cmd == CPB_CMD_plan) help = "backend (default sim: plan searches on the simulator)";
+            else if (cmd == CPB_CMD_selftest || cmd == CPB_CMD_bench_kernels || cmd == CPB_CMD_device_props)
+                help = "backend (default cuda)";
+        }
+        fprintf(f, "  %-28s %s\n", left, help);
     }
     if (!shown) fprintf(f, "  (none)\n");
     /* the methods' and the simulator's options are for the commands that run methods */
