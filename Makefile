@@ -3,8 +3,11 @@
 BUILD ?= build
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+# `make install` puts cpbench in $(PREFIX)/bin (and the cuda plugin, where built, in
+# $(PREFIX)/lib, where cpbench looks for it); `make install PREFIX=$$HOME/.local` needs no root
+PREFIX ?= /usr/local
 
-.PHONY: all build setup test reproduce bench-plan gpu-bundle bundle-test clean
+.PHONY: all build setup install test reproduce bench-plan gpu-bundle bundle-test clean
 
 all: build
 
@@ -14,6 +17,9 @@ setup:
 build: setup
 	@cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
+
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j 1

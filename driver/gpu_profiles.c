@@ -1,5 +1,5 @@
 /* gpu_profiles.c — the simulator's GPU profiles.  Every constant names its source:
- * [PN] /work/shared/reference/paper-numbers.md (the project's collected figures),
+ * [PN] the published figures of docs/design.md ("Published figures we compare with"),
  * [DS] the vendor datasheet of the part, [EST] our estimate, stated with its reasoning
  * (override it with a calibration file measured on the real GPU: gpu_profiles.h).
  * Nothing here is fitted to the published throughput or maximum-length tables. */

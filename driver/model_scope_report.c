@@ -13,10 +13,23 @@ static double gib(int64_t b)
     return (double)b / 1073741824.0;
 }
 
+/* seconds with four significant digits and no exponent (as harness/progress.c's
+ * cpb_format_seconds): "4109", "68.48", "0.1234", "0.0001235"; eight calls per line */
+static const char *sec(double s)
+{
+    static char buf[8][32];
+    static int k;
+    char *b = buf[k++ & 7];
+    double a = s < 0 ? -s : s;
+    int dec = a >= 1000 ? 0 : a >= 100 ? 1 : a >= 10 ? 2 : a >= 1 ? 3 : a >= 0.1 ? 4 : a >= 0.01 ? 5 : a >= 0.001 ? 6 : 7;
+    snprintf(b, sizeof buf[0], "%.*f", a == 0 ? 0 : dec, s);
+    return b;
+}
+
 void cpb_model_estimate_print(FILE *f, const cpb_model_estimate *e)
 {
     const cpb_problem *p = &e->p;
-    fprintf(f, "%s on %s (whole model: %d layers, %.2fB parameters), S = %lld, %d simulated %s (%s)\n",
+    fprintf(f, "%s on %s, scope model (whole model: %d layers, %.2fB parameters), S = %lld, %d simulated %s (%s)\n",
             e->m->name, p->model, e->spec->layers, e->params / 1e9,
             (long long)p->S, p->C, p->C == 1 ? "GPU" : "GPUs", e->gpu);
     char desc[256];
@@ -49,25 +62,33 @@ void cpb_model_estimate_print(FILE *f, const cpb_model_estimate *e)
             e->ckpt_pageable ? "pageable" : "pinned");
     if (e->host_states > 0) fprintf(f, "; offloaded model states %.2f GiB", gib(e->host_states));
     fprintf(f, ")\n");
-    fprintf(f, "time per step (predicted):\n");
-    fprintf(f, "  per layer: attention %.3f s (fwd %.3f + recompute %.3f + bwd %.3f), MLP %.3f s, norms %.3f s\n",
-            e->attn_layer_s, e->attn.fwd_s, e->attn.fwd_s, e->attn.bwd_s, e->mlp_layer_s, e->norm_layer_s);
-    fprintf(f, "             checkpoint copies %.3f s (%s), parameter traffic %.3f s (overlapped) -> %.3f s\n",
-            e->ckpt_layer_s, e->fw->ckpt_blocking ? "on the compute stream" : "overlapped", e->fsdp_layer_s, e->layer_s);
-    fprintf(f, "  LM head %.3f s, loss passes %.3f s, optimizer %.3f s", e->head_s, e->loss_s, e->optimizer_s);
+    /* a model that does not fit has no step: no step time or throughput (the rows agree) */
+    if (e->status != CPB_OK) {
+        fprintf(f, "time per step: none (%s: the step does not fit, so no step time or throughput)\n",
+                e->status == CPB_ERR_OOM || e->status == CPB_ERR_NOMEM_HOST ? "out of memory" : cpb_status_name(e->status));
+        return;
+    }
+    fprintf(f, "time per step (predicted, seconds):\n");
+    fprintf(f, "  per layer: attention %s s (fwd %s + recompute %s + bwd %s), MLP %s s, norms %s s\n",
+            sec(e->attn_layer_s), sec(e->attn.fwd_s), sec(e->attn.fwd_s), sec(e->attn.bwd_s), sec(e->mlp_layer_s),
+            sec(e->norm_layer_s));
+    fprintf(f, "             checkpoint copies %s s (%s), parameter traffic %s s (overlapped) -> %s s\n",
+            sec(e->ckpt_layer_s), e->fw->ckpt_blocking ? "on the compute stream" : "overlapped", sec(e->fsdp_layer_s),
+            sec(e->layer_s));
+    fprintf(f, "  LM head %s s, loss passes %s s, optimizer %s s", sec(e->head_s), sec(e->loss_s), sec(e->optimizer_s));
     if (e->setup.opt_cpu)
-        fprintf(f, " (on the CPU: %.3f s over host memory + %.3f s of PCIe copies; an estimate, not overlapped)",
-                e->opt_host_s, e->opt_pcie_s);
+        fprintf(f, " (on the CPU: %s s over host memory + %s s of PCIe copies; an estimate, not overlapped)",
+                sec(e->opt_host_s), sec(e->opt_pcie_s));
     fprintf(f, "\n");
-    if (e->step_comm_s > 0) fprintf(f, "  per step: parameter all-gather / gradient reduction %.3f s\n", e->step_comm_s);
+    if (e->step_comm_s > 0) fprintf(f, "  per step: parameter all-gather / gradient reduction %s s\n", sec(e->step_comm_s));
     if (e->setup.micro_batch > 1 || e->setup.grad_accum > 1)
-        fprintf(f, "  micro-batch of %d sequence%s %.3f s, x %d per step (an estimate: the attention trace of one sequence "
-                "times %d)\n", e->setup.micro_batch, e->setup.micro_batch == 1 ? "" : "s", e->micro_s, e->setup.grad_accum,
-                e->setup.micro_batch);
+        fprintf(f, "  micro-batch of %d sequence%s %s s, x %d per step (an estimate: the attention trace of one sequence "
+                "times %d)\n", e->setup.micro_batch, e->setup.micro_batch == 1 ? "" : "s", sec(e->micro_s),
+                e->setup.grad_accum, e->setup.micro_batch);
     cpb_row *row = malloc(sizeof *row);
     if (!row) return;
     cpb_model_estimate_row(e, row);
-    fprintf(f, "  step %.3f s, %.2f tokens/s/GPU, %.1f model TFLOP/s/GPU\n", e->step_s, row->tokens_per_s_per_gpu,
+    fprintf(f, "  step %s s, %.2f tokens/s/GPU, %.1f model TFLOP/s/GPU\n", sec(e->step_s), row->tokens_per_s_per_gpu,
             row->tflops_per_gpu);
     fprintf(f, "  MFU of the %.0f TFLOP/s peak: %.1f%% causal (%.1f TFLOP/s), %.1f%% megatron (%.1f TFLOP/s)\n",
             row->peak_tflops, 100 * row->mfu_causal, row->tflops_per_gpu, 100 * row->mfu_megatron,

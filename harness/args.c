@@ -83,7 +83,7 @@ static const opt_def opts[] = {
     {"--gpus", OPT_INT, F(gpus), 0, NULL, "N", "world size (sim; --isolate on cpu/cuda), at most " CPB_STR(CPB_MAX_GPUS), COL, C_POINTS | CMD(plan), BE_ALL, "8"},
     {"--gpus-per-node", OPT_INT, F(gpus_per_node), 0, NULL, "N", "sim: GPUs per node (default 8)", KEY, C_POINTS | CMD(plan), BE_SIM, "4"},
     {"--gpu", OPT_NAME, F(gpu), CAP(gpu), "", "PROFILE", "sim GPU profile (h100-sxm, h200, a100-80g, a100-40g)", COL, C_POINTS | CMD(plan), BE_SIM, "h200"},
-    {"--scope", OPT_NAME, F(scope), CAP(scope), "layer|model", "layer|model", "sim: one layer or whole-model estimate", COL, C_POINTS | CMD(plan), BE_ALL, "model"},
+    {"--scope", OPT_NAME, F(scope), CAP(scope), "layer|model", "layer|model", "scope of a row: one attention layer or the whole model (sim); default layer for run and sweep, model for plan", COL, C_POINTS | CMD(plan), BE_ALL, "model"},
     {"--mem-cap", OPT_SIZE, F(mem_cap), 0, NULL, "BYTES", "device memory capacity (80G ok)", KEY, C_CTX | CMD(plan), BE_ALL, "40G"},
     {"--host-mem-cap", OPT_SIZE, F(host_mem_cap), 0, NULL, "BYTES", "pinned host capacity per rank", KEY, C_CTX | CMD(plan), BE_ALL, "8G"},
     {"--comm", OPT_NAME, F(comm), CAP(comm), "nccl|mpi", "nccl|mpi", "cuda collectives (default nccl)", KEY, C_CTX, BE_CUDA, "mpi"},
@@ -942,15 +942,35 @@ too_many:
     return -1;
 }
 
-void cpb_args_usage(FILE *f)
+/* cmd < 0: every option (the global help); else only the options the command takes */
+static void usage_of(FILE *f, int cmd)
 {
-    fprintf(f, "Options (each command takes those it uses; sizes take binary K, M, G, T suffixes):\n");
+    const unsigned bit = cmd < 0 ? ~0u : 1u << cmd;
+    if (cmd < 0) fprintf(f, "Options (each command takes those it uses; sizes take binary K, M, G, T suffixes):\n");
+    else {
+        char n[32];
+        commands_of(bit, n, sizeof n); /* the name as typed: bench-kernels */
+        fprintf(f, "Options of `cpbench %s` (sizes take binary K, M, G, T suffixes):\n", n);
+    }
+    int shown = 0;
     for (int k = 0; k < NOPTS; k++) {
+        if (!(opts[k].cmds & bit)) continue;
+        shown++;
         char left[64];
         snprintf(left, sizeof left, "%s%s%s", opts[k].name, opts[k].arg ? " " : "",
                  opts[k].arg ? opts[k].arg : "");
-        fprintf(f, "  %-28s %s\n", left, opts[k].help);
+        const char *help = opts[k].help;
+        /* the backend's default is the command's (cpb_args_check_command) */
+        if (cmd >= 0 && strcmp(opts[k].name, "--backend") == 0) {
+            if (cmd == CPB_CMD_plan) help = "backend (default sim: plan searches on the simulator)";
+            else if (cmd == CPB_CMD_selftest || cmd == CPB_CMD_bench_kernels || cmd == CPB_CMD_device_props)
+                help = "backend (default cuda)";
+        }
+        fprintf(f, "  %-28s %s\n", left, help);
     }
+    if (!shown) fprintf(f, "  (none)\n");
+    /* the methods' and the simulator's options are for the commands that run methods */
+    if (!((C_PROBLEM | CMD(plan)) & bit)) return;
     fprintf(f, "Method options (each method takes its own; see `cpbench list`) and the simulator's:\n");
     for (int i = 0; i < cpb_knob_count(); i++) {
         const cpb_knob *k = cpb_knob_at(i);
@@ -966,4 +986,21 @@ void cpb_args_usage(FILE *f)
                 }
         fprintf(f, "  %-28s %s: %s\n", left, who[0] ? who : cpb_knob_points_name(k), k->help ? k->help : "");
     }
+}
+
+void cpb_args_usage(FILE *f)
+{
+    usage_of(f, -1);
+}
+
+void cpb_args_command_usage(FILE *f, cpb_cmd_id cmd)
+{
+    usage_of(f, (int)cmd);
+}
+
+int cpb_args_command_takes(cpb_cmd_id cmd, const char *option)
+{
+    for (int k = 0; k < NOPTS; k++)
+        if (strcmp(opts[k].name, option) == 0) return (opts[k].cmds & (1u << cmd)) != 0;
+    return -1;
 }

@@ -178,6 +178,10 @@ int cpb_args_methods(const cpb_args *a, const cpb_method **out, int max, char *e
 
 /* the options part of `cpbench --help` */
 void cpb_args_usage(FILE *f);
+/* the options part of `cpbench CMD --help`: only the options (and method options) CMD takes */
+void cpb_args_command_usage(FILE *f, cpb_cmd_id cmd);
+/* 1 when CMD takes OPTION ("--seq"), 0 when not, -1 for an option the table lacks */
+int cpb_args_command_takes(cpb_cmd_id cmd, const char *option);
 
 #ifdef __cplusplus
 }

@@ -174,7 +174,8 @@ static void print_header(const ctx *x, const cpb_plan *pl, double seconds)
 {
     const cpb_args *a = x->a;
     const cpb_gpu_profile *g = x->prof;
-    printf("# cpbench plan: PREDICTIONS of the simulator, not measurements\n");
+    printf("# cpbench plan: PREDICTIONS of the simulator, not measurements; scope %s\n",
+           x->model ? "model (the whole training step)" : "layer (one attention layer)");
     printf("#   GPU profile %s: %d per node, %.2f GiB usable per GPU, %.2f GiB host memory per GPU\n", g->name,
            g->hw.gpus_per_node, gib(x->o->sim.mem_cap > 0 ? x->o->sim.mem_cap : cpb_gpu_profile_usable(g)),
            gib(x->o->sim.host_mem_cap > 0 ? x->o->sim.host_mem_cap : cpb_gpu_profile_host_per_gpu(g)));

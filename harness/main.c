@@ -69,9 +69,34 @@ static void usage(FILE *f)
     }
     fprintf(f, "\n");
     cpb_args_usage(f);
+    fprintf(f, "\nScope: run and sweep measure one attention layer by default, plan the whole model;\n"
+               "--scope layer|model changes it.  Times are in seconds.  `cpbench COMMAND --help`\n"
+               "lists that command's options only.\n");
     fprintf(f, "\nExamples:\n"
                "  cpbench list\n"
-               "  mpirun -np 4 cpbench verify --method all --model tiny --seq 256 --dtype fp32\n");
+               "  mpirun --oversubscribe -np 4 cpbench verify --method all --model tiny --seq 256 --dtype fp32\n"
+               "  (--oversubscribe: more ranks than cores; as root add --allow-run-as-root)\n");
+}
+
+/* `cpbench CMD --help`: the command's summary, its default scope where it has one, and
+ * only the options it takes */
+static void command_usage(FILE *f, const command *cmd)
+{
+    char n[32];
+    cli_name(cmd->name, n, sizeof n);
+    const cpb_cmd_id id = (cpb_cmd_id)(cmd - commands);
+    fprintf(f, "cpbench %s — %s\n\nUsage: %scpbench %s [options]\n", n, summary(cmd->name),
+            cmd->mpi == CPB_MPI_NEVER ? "" : "[mpirun -np C] ", n);
+    if (id == CPB_CMD_plan)
+        fprintf(f, "Scope: the whole model by default (--scope model: every layer, the LM head, the optimizer);\n"
+                   "       --scope layer plans one attention layer.\n");
+    else if (id == CPB_CMD_run || id == CPB_CMD_sweep)
+        fprintf(f, "Scope: one attention layer by default (its forward and backward, not the model's step);\n"
+                   "       --scope model (with --backend sim) estimates the whole model's training step.\n");
+    if (id == CPB_CMD_plan || id == CPB_CMD_run || id == CPB_CMD_sweep) fprintf(f, "Times are in seconds.\n");
+    fprintf(f, "\n");
+    cpb_args_command_usage(f, id);
+    fprintf(f, "\n`cpbench --help` lists every command.\n");
 }
 
 /* before MPI starts: what the launcher (mpirun, srun, hydra) told this process; -1 when no
@@ -198,10 +223,10 @@ static int run_command(const command *cmd, int argc, char **argv)
     }
     c->argc = argc;
     c->argv = argv;
-    /* `cpbench CMD --help`: the same help for every command, whatever else is given */
+    /* `cpbench CMD --help`: that command's help, whatever else is given */
     for (int a = 1; a < argc; a++)
         if (strcmp(argv[a], "--help") == 0 || strcmp(argv[a], "-h") == 0) {
-            if (launcher_rank() == 0) usage(stdout);
+            if (launcher_rank() <= 0) command_usage(stdout, cmd);
             free(c);
             return 0;
         }

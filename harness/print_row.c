@@ -1,6 +1,7 @@
 /* print_row.c — a trial's row as `cpbench run` prints it: memory with the breakdown by
  * tag, the times, the traffic. */
 #include "print_row.h"
+#include "progress.h"
 
 #include <string.h>
 
@@ -21,7 +22,8 @@ void cpb_print_row(FILE *f, const cpb_row *row, const cpb_backend *be)
 {
     const int predicted = be->models_time;
     char b1[32], b2[32];
-    fprintf(f, "%s on %s: %s, S = %lld, %d %s%s (backend %s, %s)\n", row->method, row->model, row->scope,
+    fprintf(f, "%s on %s, scope %s%s, S = %lld, %d %s%s (backend %s, %s)\n", row->method, row->model, row->scope,
+            strcmp(row->scope, "layer") == 0 ? " (one attention layer's forward and backward, not a training step)" : "",
             (long long)row->seq_len, row->world_size, predicted ? "simulated " : "",
             row->world_size == 1 ? "rank" : "ranks", row->backend, row->gpu);
     if (row->model_layers > 0)
@@ -53,11 +55,18 @@ void cpb_print_row(FILE *f, const cpb_row *row, const cpb_backend *be)
         if (row->at_peak_bytes[t] || row->tag_peak[t])
             fprintf(f, "    %-10s %s  [%s]%s\n", cpb_tag_name(t), human((double)row->at_peak_bytes[t], b1, sizeof b1),
                     human((double)row->tag_peak[t], b2, sizeof b2), cpb_tag_is_fixed(t) ? "" : "  intermediate");
-    if (row->code != CPB_OK) return;
+    /* an OOM (or any row that did not run to the end) has no step time or throughput */
+    if (row->code != CPB_OK) {
+        fprintf(f, "time: none (%s: no step completed, so no step time or throughput)\n", row->status);
+        return;
+    }
     if (predicted) fprintf(f, "time (predicted by the timing model):\n");
     else fprintf(f, "time (measured on %s, median of the slowest rank):\n", cpb_backend_time_clock(be));
-    fprintf(f, "  forward       %10.3f ms\n  backward      %10.3f ms\n  step          %10.3f ms\n", 1e3 * row->fwd_s,
-            1e3 * row->bwd_s, 1e3 * row->step_s);
+    char t1[32], t2[32], t3[32];
+    cpb_format_seconds(t1, sizeof t1, row->fwd_s);
+    cpb_format_seconds(t2, sizeof t2, row->bwd_s);
+    cpb_format_seconds(t3, sizeof t3, row->step_s);
+    fprintf(f, "  forward       %10s s\n  backward      %10s s\n  step          %10s s\n", t1, t2, t3);
     fprintf(f, "  tokens/s/GPU  %10.2f\n  TFLOP/s/GPU   %10.3f  (model FLOPs counted as causal; as megatron %.3f)\n",
             row->tokens_per_s_per_gpu, row->tflops_per_gpu, row->tflops_per_gpu_megatron);
     if (row->peak_tflops > 0)
@@ -68,7 +77,10 @@ void cpb_print_row(FILE *f, const cpb_row *row, const cpb_backend *be)
     if (predicted) {
         fprintf(f, "  busy per stream (slowest rank):\n");
         for (int s = 0; s < row->nstreams; s++)
-            fprintf(f, "    %-12s %10.3f ms\n", row->stream_names[s], 1e3 * row->stream_busy_s[s]);
+        {
+            cpb_format_seconds(t1, sizeof t1, row->stream_busy_s[s]);
+            fprintf(f, "    %-12s %10s s\n", row->stream_names[s], t1);
+        }
         double crit = row->crit_compute_s + row->crit_comm_s + row->crit_host_s;
         if (crit > 0)
             fprintf(f, "  critical path: compute %.1f%%, collectives %.1f%%, host copies %.1f%%\n",

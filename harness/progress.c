@@ -15,7 +15,7 @@ void cpb_progress_header(FILE *f)
 {
     fprintf(f, HDR_FMT, "method", "seq_len", "status", "peak", "interm.", "host", "step",
             "tokens/s", "TFLOP/s");
-    fprintf(f, HDR_FMT, "", "(tokens)", "", "(GiB)", "(GiB)", "(GiB)", "(ms)", "(per GPU)",
+    fprintf(f, HDR_FMT, "", "(tokens)", "", "(GiB)", "(GiB)", "(GiB)", "(s)", "(per GPU)",
             "(per GPU)");
 }
 
@@ -36,7 +36,8 @@ void cpb_progress_format_row(char *buf, size_t len, const cpb_row *r, const char
     num(peak, sizeof peak, (double)r->peak_bytes / GIB, gfmt, mem && r->peak_bytes > 0);
     num(inter, sizeof inter, (double)r->intermediate_bytes / GIB, gfmt, mem && r->peak_bytes > 0);
     num(host, sizeof host, (double)r->host_peak_bytes / GIB, gfmt, mem && r->peak_bytes > 0);
-    num(step, sizeof step, r->step_s * 1e3, "%.1f", ok && r->step_s > 0);
+    if (ok && r->step_s > 0) cpb_format_seconds(step, sizeof step, r->step_s);
+    else snprintf(step, sizeof step, "-");
     num(tps, sizeof tps, r->tokens_per_s_per_gpu, "%.1f", ok && r->step_s > 0);
     num(tfl, sizeof tfl, r->tflops_per_gpu, "%.1f", ok && r->step_s > 0);
     snprintf(buf, len, " " ROW_FMT, r->method, seq, r->status, peak, inter, host, step, tps, tfl,
@@ -44,6 +45,14 @@ void cpb_progress_format_row(char *buf, size_t len, const cpb_row *r, const char
     /* no trailing blanks when there is no note */
     size_t n = strlen(buf);
     while (n > 0 && buf[n - 1] == ' ') buf[--n] = 0;
+}
+
+void cpb_format_seconds(char *buf, size_t len, double s)
+{
+    double a = s < 0 ? -s : s;
+    int dec = a >= 1000 ? 0 : a >= 100 ? 1 : a >= 10 ? 2 : a >= 1 ? 3 : a >= 0.1 ? 4 : a >= 0.01 ? 5 : a >= 0.001 ? 6 : 7;
+    if (a == 0) dec = 0;
+    snprintf(buf, len, "%.*f", dec, s);
 }
 
 void cpb_progress_format_duration(char *buf, size_t len, double s)

@@ -18,6 +18,9 @@ extern "C" {
 void cpb_progress_header(FILE *f);
 /* one trial's aligned line; `note` ("" or e.g. "cached") goes in the last column */
 void cpb_progress_format_row(char *buf, size_t len, const cpb_row *r, const char *note);
+/* seconds as a plain number with four significant digits and no exponent down to 0.1 ms
+ * ("4109", "68.48", "0.1234", "0.0001235"): the one way cpbench prints a time */
+void cpb_format_seconds(char *buf, size_t len, double seconds);
 /* "1h02m", "3m05s", "12.3s" */
 void cpb_progress_format_duration(char *buf, size_t len, double seconds);
 

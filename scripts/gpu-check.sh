@@ -347,21 +347,21 @@ RUNARGS=(--model llama3-8b --seq "$SEQ" --warmup 1 --iters 3)
 
 # the simulator's prediction of each run (published profile; and calibrated by bench-kernels
 # when it ran), beside what was measured
-parse() { # parse FILE: status peak reserved device-used (GiB) step (ms) TFLOP/s
+parse() { # parse FILE: status peak reserved device-used (GiB) step (s) TFLOP/s
   [ -s "$1" ] || { echo "- - - - - -"; return; }
   awk 'function g(v, u) { return u == "B" ? v / 2^30 : u == "KiB" ? v / 2^20 : u == "MiB" ? v / 1024 : u == "TiB" ? v * 1024 : v }
        /^status:/ { st = $2 } /refuses this shape/ { st = "refused" } /^  peak / { pk = g($2, $3) } /^  reserved / { rs = g($2, $3) }
        /^  device used / { du = g($3, $4) } /^  step / { sp = $2 } /^  TFLOP\/s\/GPU/ { tf = $2 }
        END { printf "%s %s %s %s %s %s\n", st ? st : "-", pk != "" ? sprintf("%.2f", pk) : "-",
              rs != "" ? sprintf("%.2f", rs) : "-", du != "" ? sprintf("%.2f", du) : "-",
-             sp != "" ? sprintf("%.1f", sp) : "-", tf != "" ? sprintf("%.0f", tf) : "-" }' "$1"
+             sp != "" ? sprintf("%.4f", sp) : "-", tf != "" ? sprintf("%.0f", tf) : "-" }' "$1"
 }
 predict() {
   local npred=0 m
   {
     echo "prediction vs measurement: llama3-8b layer, S=$SEQ, $NP rank(s), $([ -n "$GPU" ] && echo "$GPU" || echo "no GPU (dry run)")"
     echo "sim = the simulator with the ${PROFILE:-(no profile for this GPU)} profile$([ -f "$CALIB" ] && echo "; cal = calibrated by $(basename "$CALIB")"); cuda = measured"
-    echo "GiB: peak (tracked), reserved (pool high-water; = peak on sim), used (driver-level, cuda); step in ms; TFLOP/s per GPU of the layer"
+    echo "GiB: peak (tracked), reserved (pool high-water; = peak on sim), used (driver-level, cuda); step in s; TFLOP/s per GPU of the layer"
     printf '%-8s %-8s | %6s %6s %6s | %6s %6s %6s | %6s | %8s %8s %8s | %5s %5s %5s\n' method status peak:sim cal cuda \
       resv:sim cal cuda used step:sim cal cuda "TF:sim" cal cuda
     for m in $METHODS; do

@@ -236,6 +236,9 @@ log "   the seed papers' claims against our numbers -> $FIGS/claims.md"
   || note_fail "claims (results/logs/claims.log)"
 grep -E "^(claim|target): " "$LOGS/claims.log" || true
 tail -n 1 "$LOGS/claims.log"
+log "   every row as a CSV for pandas -> $FIGS/results.csv"
+"$PY" "$ROOT/paper/export_csv.py" "${FILES[@]}" --out "$FIGS/results.csv" > "$LOGS/export.log" 2>&1 \
+  || note_fail "CSV export (results/logs/export.log)"
 
 # ---------------------------------------------------------------- summary
 echo
@@ -252,7 +255,7 @@ for f in sys.argv[1:]:
         print("   %-5s %-6s %-8s %5d rows  %s" % (b, s, st, n, words.get(b, b)))
 PYEOF
 echo "CPU verification: results/logs/verify-cpu.log ($(grep -c -i "pass" "$LOGS/verify-cpu.log" 2>/dev/null || echo 0) lines say pass)"
-echo "figures and tables: $FIGS (tables.md lists our numbers beside the paper's; claims.md each claim's verdict)"
+echo "figures and tables: $FIGS (tables.md lists our numbers beside the paper's; claims.md each claim's verdict; results.csv every row, for pandas)"
 echo "time: $(( $(date +%s) - T0 )) s"
 if [ ${#FAILED[@]} -gt 0 ]; then
   echo "FAILED steps:"

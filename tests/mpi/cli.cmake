@@ -77,7 +77,7 @@ cpb_cli_refusal(model_config_not_json "not JSON \\(line 14"
 cpb_cli_refusal(model_config_and_preset "give --model PRESET or --model-config FILE, not both"
   ${CPBENCH} run --backend sim --method ulysses --model llama3-8b --model-config ${CPB_HF}/Qwen3-32B.json
   --gpus 8 --seq 1M)
-cpb_cli_test(model_config_run_model_scope ${CPB_EXPECT} 0 - "upipe on Qwen3-32B~[0-9a-f]+ \\(whole model: 64 layers" --
+cpb_cli_test(model_config_run_model_scope ${CPB_EXPECT} 0 - "upipe on Qwen3-32B~[0-9a-f]+, scope model \\(whole model: 64 layers" --
   ${CPBENCH} run --backend sim --method upipe --model-config ${CPB_HF}/Qwen3-32B.json --gpus 8 --seq 512K
   --scope model --seq-stop 1M)
 cpb_cli_test(model_config_multimodal ${CPB_EXPECT} 0 - "ulysses on Mistral-Small-3.1-24B~" --

@@ -51,3 +51,18 @@ cpb_cmd_test(harness_sweep_cpu_fingerprints_cli ${CPB_EXPECT} 0 - "[0-9]+ points
              ${CPBENCH} fingerprints --results ${CPB_CPU_SWEEP_H5})
 set_tests_properties(harness_sweep_cpu_fingerprints harness_sweep_cpu_fingerprints_cli PROPERTIES
                      FIXTURES_REQUIRED harness_cpu_rows)
+# what a person reads (issue 25 §2): no time for OOM rows, seconds, the scope in headers,
+# per-command --help
+cpb_cmd_test(harness_output bash ${CMAKE_CURRENT_SOURCE_DIR}/output_test.sh ${CPBENCH}
+             ${CMAKE_CURRENT_BINARY_DIR}/harness_output)
+set_tests_properties(harness_output PROPERTIES ENVIRONMENT "${CPB_NO_MPI_TEST_ENV}")
+# make install into a temporary PREFIX, cpbench list from PATH
+cpb_cmd_test(harness_install bash ${CMAKE_CURRENT_SOURCE_DIR}/install_test.sh ${CMAKE_BINARY_DIR}
+             ${CMAKE_CURRENT_BINARY_DIR}/harness_install ${CMAKE_SOURCE_DIR})
+# paper/export_csv.py: a results file as a CSV for pandas
+cpb_cmd_test(harness_export_csv bash ${CMAKE_CURRENT_SOURCE_DIR}/export_csv_test.sh ${CPBENCH}
+             ${CMAKE_CURRENT_BINARY_DIR}/harness_export_csv ${CMAKE_SOURCE_DIR})
+set_tests_properties(harness_export_csv PROPERTIES ENVIRONMENT "${CPB_NO_MPI_TEST_ENV}")
+# every command block of README.md: run (```sh) or skipped with a reason (```sh skip:)
+cpb_cmd_test(harness_readme_blocks /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/readme_blocks.py
+             ${CMAKE_SOURCE_DIR}/README.md ${CPBENCH} ${CMAKE_CURRENT_BINARY_DIR}/harness_readme_blocks ${CMAKE_SOURCE_DIR})

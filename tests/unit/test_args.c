@@ -1,6 +1,8 @@
 /* test_args.c — option parsing (sizes, every option kind, errors naming the option) and
  * the problem built from the options. */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "args.h"
@@ -444,4 +446,34 @@ Test(args, calibration_by_contents_and_never_a_fifo, .timeout = 20)
     cr_expect(strncmp(opts, "calibration=fnv1a64:", 20) == 0, "%s", opts);
     cr_assert_eq(cpb_args_point_options(&a, "cpu", opts, sizeof opts, err, sizeof err), CPB_OK, "%s", err);
     cr_expect_str_eq(opts, "", "the simulator's option is not a cpu point's");
+}
+
+/* `cpbench CMD --help`: the option table says which command takes which option, and a
+ * command's help lists those only (issue 25) */
+Test(args, command_help_lists_the_command_options_only)
+{
+    cr_expect_eq(cpb_args_command_takes(CPB_CMD_plan, "--max-context"), 1);
+    cr_expect_eq(cpb_args_command_takes(CPB_CMD_plan, "--cases"), 0);
+    cr_expect_eq(cpb_args_command_takes(CPB_CMD_sweep, "--seq-list"), 1);
+    cr_expect_eq(cpb_args_command_takes(CPB_CMD_run, "--seq-list"), 0);
+    cr_expect_eq(cpb_args_command_takes(CPB_CMD_list, "--format"), 1);
+    cr_expect_eq(cpb_args_command_takes(CPB_CMD_run, "--no-such-option"), -1);
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    cpb_args_command_usage(f, CPB_CMD_plan);
+    fclose(f);
+    cr_expect(strstr(buf, "`cpbench plan`") && strstr(buf, "  --max-context") && strstr(buf, "  --seq "), "%s", buf);
+    cr_expect(!strstr(buf, "  --cases") && !strstr(buf, "  --seq-list") && !strstr(buf, "  --format"), "%s", buf);
+    free(buf);
+    f = open_memstream(&buf, &n);
+    cpb_args_command_usage(f, CPB_CMD_list);
+    fclose(f);
+    cr_expect(strstr(buf, "  --format") && !strstr(buf, "  --method") && !strstr(buf, "Method options"), "%s", buf);
+    free(buf);
+    f = open_memstream(&buf, &n);
+    cpb_args_usage(f);
+    fclose(f);
+    cr_expect(strstr(buf, "  --cases") && strstr(buf, "  --max-context") && strstr(buf, "  --format"), "%s", buf);
+    free(buf);
 }

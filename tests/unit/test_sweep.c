@@ -2,6 +2,7 @@
  * memory above a threshold (and refuses some lengths), and the granule found from check(). */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -290,10 +291,31 @@ Test(progress, rows_are_aligned_and_durations_readable)
     cpb_progress_format_row(la, sizeof la, &a, "");
     cpb_progress_format_row(lb, sizeof lb, &b, "");
     cr_expect_eq(strlen(la), strlen(lb), "aligned:\n%s\n%s", la, lb);
-    cr_expect(strstr(la, "5.00") && strstr(la, "123.4") && strstr(la, "1234.5"), "%s", la);
+    cr_expect(strstr(la, "5.00") && strstr(la, " 0.1234 ") && strstr(la, "1234.5"), "step in seconds: %s", la);
     CPB_ROW_SET(&b, status, "oom");
     cpb_progress_format_row(lc, sizeof lc, &b, "");
-    cr_expect(strstr(lc, " oom ") && !strstr(lc, "123.4"), "an OOM row has no time: %s", lc);
+    cr_expect(strstr(lc, " oom ") && !strstr(lc, "0.1234") && !strstr(lc, "1234.5") && !strstr(lc, "456.7"),
+              "an OOM row has no time or throughput: %s", lc);
+    CPB_ROW_SET(&b, status, "refused");
+    cpb_progress_format_row(lc, sizeof lc, &b, "");
+    cr_expect(strstr(lc, " refused ") && !strstr(lc, "0.1234") && !strstr(lc, "1234.5") && !strstr(lc, "456.7"),
+              "a refused row has no time or throughput: %s", lc);
+    char sec[32];
+    cpb_format_seconds(sec, sizeof sec, 4108.7059);
+    cr_expect_str_eq(sec, "4109", "68 minutes read in seconds");
+    cpb_format_seconds(sec, sizeof sec, 68.4784);
+    cr_expect_str_eq(sec, "68.48");
+    cpb_format_seconds(sec, sizeof sec, 0.0123456);
+    cr_expect_str_eq(sec, "0.01235");
+    cpb_format_seconds(sec, sizeof sec, 0);
+    cr_expect_str_eq(sec, "0");
+    char *hdr = NULL;
+    size_t hn = 0;
+    FILE *hf = open_memstream(&hdr, &hn);
+    cpb_progress_header(hf);
+    fclose(hf);
+    cr_expect(strstr(hdr, "(s)") && !strstr(hdr, "(ms)"), "the step column is in seconds: %s", hdr);
+    free(hdr);
     char d[32];
     cpb_progress_format_duration(d, sizeof d, 12.34);
     cr_expect_str_eq(d, "12.3s");

@@ -177,12 +177,12 @@ static int bench_attn(bench *b, int64_t S, double *fwd_tf, double *bwd_tf)
     *bwd_tf = 2.5 * ff / tb.med / 1e12;
     const char *impl = b->ctx->attn_choice == CPB_ATTN_CHOOSE_OWN ? "own" : "cudnn";
     if (b->rank == 0)
-        printf("attn %-5s S %6lld causal d%d H%d/G%d   fwd %8.3f ms (min %8.3f) %6.1f TFLOP/s (best %6.1f)   "
-               "bwd %8.3f ms (min %8.3f) %6.1f TFLOP/s (best %6.1f)\n",
-               impl, (long long)S, d, H, G, tf.med * 1e3, tf.min * 1e3, *fwd_tf, ff / tf.min / 1e12, tb.med * 1e3,
-               tb.min * 1e3, *bwd_tf, 2.5 * ff / tb.min / 1e12);
-    note(b, "# attn %s S %lld: fwd %.3f ms median, %.3f min (%.1f TFLOP/s); bwd %.3f ms median, %.3f min (%.1f TFLOP/s)\n",
-         impl, (long long)S, tf.med * 1e3, tf.min * 1e3, *fwd_tf, tb.med * 1e3, tb.min * 1e3, *bwd_tf);
+        printf("attn %-5s S %6lld causal d%d H%d/G%d   fwd %9.6f s (min %9.6f) %6.1f TFLOP/s (best %6.1f)   "
+               "bwd %9.6f s (min %9.6f) %6.1f TFLOP/s (best %6.1f)\n",
+               impl, (long long)S, d, H, G, tf.med, tf.min, *fwd_tf, ff / tf.min / 1e12, tb.med,
+               tb.min, *bwd_tf, 2.5 * ff / tb.min / 1e12);
+    note(b, "# attn %s S %lld: fwd %.6f s median, %.6f min (%.1f TFLOP/s); bwd %.6f s median, %.6f min (%.1f TFLOP/s)\n",
+         impl, (long long)S, tf.med, tf.min, *fwd_tf, tb.med, tb.min, *bwd_tf);
     return CPB_OK;
 }
 
@@ -222,9 +222,9 @@ static int bench_gemm(bench *b, int64_t m, int64_t n, int64_t k, int tb, const c
     double flops = 2.0 * m * n * k;
     *tflops = flops / t.med / 1e12;
     if (b->rank == 0)
-        printf("gemm   %-28s m %6lld n %6lld k %6lld   %8.3f ms (min %8.3f) %7.1f TFLOP/s (best %7.1f)\n", what,
-               (long long)m, (long long)n, (long long)k, t.med * 1e3, t.min * 1e3, *tflops, flops / t.min / 1e12);
-    note(b, "# gemm %s: %.3f ms median, %.3f min (%.1f TFLOP/s)\n", what, t.med * 1e3, t.min * 1e3, *tflops);
+        printf("gemm   %-28s m %6lld n %6lld k %6lld   %9.6f s (min %9.6f) %7.1f TFLOP/s (best %7.1f)\n", what,
+               (long long)m, (long long)n, (long long)k, t.med, t.min, *tflops, flops / t.min / 1e12);
+    note(b, "# gemm %s: %.6f s median, %.6f min (%.1f TFLOP/s)\n", what, t.med, t.min, *tflops);
     return CPB_OK;
 }
 
@@ -273,9 +273,9 @@ static int bench_copies(bench *b, double *hbm_gbs, double *pcie_gbs)
                "   device->host %6.1f GB/s (best %.1f) (pinned)\n",
                bytes / 1048576.0, *hbm_gbs, 2.0 * bytes / t_dd.min / 1e9, h2d, bytes / t_hd.min / 1e9, d2h,
                bytes / t_dh.min / 1e9);
-    note(b, "# copy %.0f MiB: device->device %.3f ms median, %.3f min; host->device %.3f, %.3f; device->host %.3f, %.3f\n",
-         bytes / 1048576.0, t_dd.med * 1e3, t_dd.min * 1e3, t_hd.med * 1e3, t_hd.min * 1e3, t_dh.med * 1e3,
-         t_dh.min * 1e3);
+    note(b, "# copy %.0f MiB: device->device %.6f s median, %.6f min; host->device %.6f, %.6f; device->host %.6f, %.6f\n",
+         bytes / 1048576.0, t_dd.med, t_dd.min, t_hd.med, t_hd.min, t_dh.med,
+         t_dh.min);
     return CPB_OK;
 }
 
@@ -324,8 +324,8 @@ static int bench_colls(bench *b, double *a2a_gbs, double *sr_gbs)
         printf("comm   %d ranks, %.0f MiB per rank   all-to-all %7.1f GB/s busbw (best %.1f)   send/recv ring %7.1f GB/s "
                "busbw (best %.1f)\n",
                W, bytes / 1048576.0, *a2a_gbs, bytes * (W - 1) / W / ta.min / 1e9, *sr_gbs, bytes / ts.min / 1e9);
-    note(b, "# comm %d ranks: all-to-all %.3f ms median, %.3f min; send/recv %.3f, %.3f\n", W, ta.med * 1e3,
-         ta.min * 1e3, ts.med * 1e3, ts.min * 1e3);
+    note(b, "# comm %d ranks: all-to-all %.6f s median, %.6f min; send/recv %.6f, %.6f\n", W, ta.med,
+         ta.min, ts.med, ts.min);
     return CPB_OK;
 }
 
