@@ -20,7 +20,25 @@
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define MIB (1024.0 * 1024.0)
 
-/* Reserve, every profile [EST]: memory the tracked allocator never sees.
+/* Fixed per-GPU memory of the model scope, itemized (model_scope_fixed.c, docs/simulator.md
+ * "Fixed per-GPU memory"):
+ * - the CUDA context under lazy loading (CUDA_MODULE_LOADING=LAZY, the default on Linux
+ *   since CUDA 12.2 [CUDA C Programming Guide, "Lazy Loading"], and set by PyTorch since
+ *   1.13): 287,047,680 bytes measured for a PyTorch process's context in the pull request
+ *   that made it PyTorch's default (pytorch/pytorch#86509; 666,632,192 bytes eager).  The
+ *   kernels loaded later on first use are not added (an underestimate).
+ * - cuBLASLt's workspace: 32 MiB on compute capability 9.x, 4 MiB on 8.x with >= 24 GiB
+ *   (PyTorch aten/src/ATen/cuda/CUDABlas.cpp since pytorch/pytorch#120925, following the
+ *   cuBLAS documentation of cublasSetWorkspace: 32 MiB recommended on Hopper, 4 MiB before).
+ * - NCCL ring channels: 16 [EST] on NVSwitch nodes (NCCL picks its channel count from the
+ *   topology, bounded by NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS, NCCL docs env.html). */
+#define CUDA_CTX_LAZY_BYTES ((int64_t)287047680)
+#define CUBLASLT_WS_HOPPER ((int64_t)(32 * MIB))
+#define CUBLASLT_WS_AMPERE ((int64_t)(4 * MIB))
+#define NCCL_RING_CHANNELS_NVSWITCH 16
+
+/* Reserve of the layer scope only, every profile [EST]: memory the tracked allocator never
+ * sees.  The model scope does not use it (it itemizes the fixed memory, above).
  *   CUDA context and loaded kernel modules (cuBLAS, cuDNN/attention, NCCL)  ~0.6 GiB
  *   NCCL buffers: per peer and channel (NCCL_BUFFSIZE 4 MiB) for 8 peers     ~1.0 GiB
  *   library workspaces: cuBLAS 32 MiB per stream (Hopper guidance), misc.    ~0.25 GiB
@@ -89,6 +107,8 @@ static const cpb_gpu_profile profiles[] = {
         .description = "NVIDIA H100 SXM5 80 GB (HGX/DGX H100 node, 8 GPUs, NVLink 4, NDR)",
         .mem_bytes = (int64_t)(81559 * MIB), /* [DS] 80 GB HBM3; nvidia-smi reports 81559 MiB */
         .reserve_bytes = RESERVE_BYTES,
+        .cuda_ctx_bytes = CUDA_CTX_LAZY_BYTES, .cublaslt_ws_bytes = CUBLASLT_WS_HOPPER,
+        .nccl_channels = NCCL_RING_CHANNELS_NVSWITCH,
         .host_node_bytes = (int64_t)2 << 40, /* [DS] DGX H100: 2 TB system memory, 32 x 64 GB DIMMs (binary: 2 TiB) */
         .host_mem_bw = SPR_2DPC_HOST_BW, .fp8_flops = HOPPER_FP8_FLOPS,
         .hw = {
@@ -123,6 +143,8 @@ static const cpb_gpu_profile profiles[] = {
         .description = "NVIDIA H200 SXM 141 GB (HGX H200 node, 8 GPUs, NVLink 4, NDR)",
         .mem_bytes = (int64_t)(143771 * MIB), /* [PN]/[DS] 141 GB HBM3e; nvidia-smi: 143771 MiB */
         .reserve_bytes = RESERVE_BYTES,
+        .cuda_ctx_bytes = CUDA_CTX_LAZY_BYTES, .cublaslt_ws_bytes = CUBLASLT_WS_HOPPER,
+        .nccl_channels = NCCL_RING_CHANNELS_NVSWITCH,
         .host_node_bytes = (int64_t)2 << 40, /* [DS] DGX H200: 2 TB system memory, 32 x 64 GB DIMMs (2 TiB) */
         .host_mem_bw = SPR_2DPC_HOST_BW, .fp8_flops = HOPPER_FP8_FLOPS,
         .hw = {
@@ -147,6 +169,8 @@ static const cpb_gpu_profile profiles[] = {
         .description = "NVIDIA A100 SXM4 80 GB (HGX/DGX A100 node, 8 GPUs, NVLink 3, HDR)",
         .mem_bytes = (int64_t)(81920 * MIB), /* [DS] 80 GB HBM2e; nvidia-smi: 81920 MiB */
         .reserve_bytes = RESERVE_BYTES,
+        .cuda_ctx_bytes = CUDA_CTX_LAZY_BYTES, .cublaslt_ws_bytes = CUBLASLT_WS_AMPERE,
+        .nccl_channels = NCCL_RING_CHANNELS_NVSWITCH,
         .host_node_bytes = (int64_t)2 << 40, /* [DS] DGX A100 640 GB: 2 TB system memory (DIMMs: 2 TiB) */
         .host_mem_bw = ROME_2DPC_HOST_BW, .fp8_flops = 0,
         .hw = {
@@ -179,6 +203,8 @@ static const cpb_gpu_profile profiles[] = {
         .description = "NVIDIA A100 SXM4 40 GB (HGX/DGX A100 node, 8 GPUs, NVLink 3, HDR)",
         .mem_bytes = (int64_t)(40960 * MIB), /* [DS] 40 GB HBM2; nvidia-smi: 40960 MiB */
         .reserve_bytes = RESERVE_BYTES,
+        .cuda_ctx_bytes = CUDA_CTX_LAZY_BYTES, .cublaslt_ws_bytes = CUBLASLT_WS_AMPERE,
+        .nccl_channels = NCCL_RING_CHANNELS_NVSWITCH,
         .host_node_bytes = (int64_t)1 << 40, /* [DS] DGX A100 320 GB: 1 TB system memory (DIMMs: 1 TiB) */
         .host_mem_bw = ROME_1DPC_HOST_BW, .fp8_flops = 0,
         .hw = {
@@ -292,6 +318,9 @@ static int apply(cpb_gpu_profile *p, const char *key, double v)
     else if (!strcmp(key, "inter_lat_us")) h->inter_lat = v * 1e-6;
     else if (!strcmp(key, "mem_gib")) p->mem_bytes = (int64_t)(v * GIB);
     else if (!strcmp(key, "reserve_gib")) p->reserve_bytes = (int64_t)(v * GIB);
+    else if (!strcmp(key, "cuda_ctx_mib")) p->cuda_ctx_bytes = (int64_t)(v * MIB);
+    else if (!strcmp(key, "cublaslt_ws_mib")) p->cublaslt_ws_bytes = (int64_t)(v * MIB);
+    else if (!strcmp(key, "nccl_channels")) p->nccl_channels = (int)v;
     else if (!strcmp(key, "host_mem_gib")) p->host_node_bytes = (int64_t)(v * GIB);
     else if (!strcmp(key, "gpus_per_node")) h->gpus_per_node = (int)v;
     else if (!strcmp(key, "host_mem_gbs")) p->host_mem_bw = v * 1e9;

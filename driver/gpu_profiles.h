@@ -34,8 +34,11 @@
  *   coll_lat_us          us        collective latency inside a node
  *   inter_lat_us         us        collective latency across nodes
  *   mem_gib              GiB       device memory as the driver reports it
- *   reserve_gib          GiB       not available to the tracked allocator (CUDA context,
- *                                  NCCL buffers, library workspaces)
+ *   reserve_gib          GiB       the layer scope's flat stand-in for the fixed per-GPU
+ *                                  memory (the model scope itemizes it: model_scope_fixed.c)
+ *   cuda_ctx_mib         MiB       the CUDA context (lazy loading) of a PyTorch process
+ *   cublaslt_ws_mib      MiB       PyTorch's cuBLASLt workspace for this GPU
+ *   nccl_channels        count     channels of an NCCL ring collective (an estimate)
  *   host_mem_gib         GiB       host memory per node (also --host-ram)
  *   gpus_per_node        count     GPUs per node
  *   host_mem_gbs         GB/s      host (CPU) memory bandwidth of a node, all sockets
@@ -58,7 +61,12 @@ typedef struct cpb_gpu_profile {
     char name[32];
     const char *description;
     int64_t mem_bytes;      /* device memory as the driver reports it */
-    int64_t reserve_bytes;  /* CUDA context + NCCL + library workspaces */
+    int64_t reserve_bytes;  /* the layer scope's flat stand-in for the fixed per-GPU memory (CUDA
+                               context, NCCL, library workspaces); the model scope itemizes it
+                               instead (model_scope_fixed.c) and does not subtract this */
+    int64_t cuda_ctx_bytes; /* the CUDA context of a PyTorch process under lazy loading */
+    int64_t cublaslt_ws_bytes; /* PyTorch's cuBLASLt workspace (per handle and stream) */
+    int nccl_channels;      /* channels of one NCCL ring collective (all-gather, reduce-scatter) */
     int64_t host_node_bytes;/* host memory of one node */
     double host_mem_bw;     /* bytes/s: the node's host (CPU) memory bandwidth, all sockets (a CPU optimizer's pass) */
     double fp8_flops;       /* dense fp8 tensor-core peak, FLOP/s (0: none) */
@@ -76,7 +84,9 @@ int cpb_gpu_profile_calibrate(cpb_gpu_profile *p, const char *path, char *err, s
 /* which attention the profile models, with its ceilings: "attention: cudnn 704/600 TFLOP/s
  * (cuDNN 9.19 SDPA ...), own 129/89 TFLOP/s (...)" */
 void cpb_gpu_profile_attn_model(const cpb_gpu_profile *p, char *out, size_t len);
-/* device bytes a trial may use: memory minus the reserve */
+/* device bytes a layer-scope trial may use: memory minus the flat reserve (the layer scope
+ * only; the model scope's capacity is the device's memory, mem_bytes, and its fixed per-GPU
+ * memory is a bucket of the breakdown) */
 int64_t cpb_gpu_profile_usable(const cpb_gpu_profile *p);
 /* host bytes per GPU: the node's host memory shared by its GPUs */
 int64_t cpb_gpu_profile_host_per_gpu(const cpb_gpu_profile *p);

@@ -64,7 +64,8 @@ static int64_t pow2_ceil(int64_t n)
 
 static void sum(cpb_model_mem *m)
 {
-    m->total = m->states + m->gathered + m->comm + m->attn_fixed + m->attn_act + m->ckpt + m->residual + m->work;
+    m->total = m->states + m->gathered + m->comm + m->attn_fixed + m->attn_act + m->ckpt + m->residual + m->work +
+               m->fixed;
 }
 
 cpb_model_buckets cpb_model_mem_buckets(const cpb_model_mem *m)
@@ -72,7 +73,8 @@ cpb_model_buckets cpb_model_mem_buckets(const cpb_model_mem *m)
     cpb_model_buckets b;
     b.model = m->states;
     b.attn_act = m->attn_act;
-    b.other = m->total - m->states - m->attn_act;
+    b.fixed = m->fixed;
+    b.other = m->total - m->states - m->attn_act - m->fixed;
     return b;
 }
 
@@ -196,6 +198,7 @@ static void memory(cpb_model_estimate *e, const shape *x)
      * runs; without, both are among the kept inputs */
     a->residual = offload ? (int64_t)(2 * sD * BF16) : 0;
     a->work = 0;
+    a->fixed = e->fixed.total;
     sum(a);
 
     /* B: MLP backward of the same layer: the attention's saved state from the recomputed
@@ -217,6 +220,7 @@ static void memory(cpb_model_estimate *e, const shape *x)
      * their gradients); a two-matrix MLP makes half as many [T, F] tensors (up, activation
      * and their gradients): half the buffers (an estimate) */
     b->work = (int64_t)(mlp_buffers(e) * (x->m == 3 ? 1.0 : 0.5) * T * x->F * BF16);
+    b->fixed = e->fixed.total;
     sum(b);
 
     /* C: the loss.  The LM head gathered (compute dtype) with its gradient; the final
@@ -246,6 +250,7 @@ static void memory(cpb_model_estimate *e, const shape *x)
         c->gathered = (int64_t)(head * BF16 + head * f->grad_compute_bytes);
         c->work = (int64_t)(2 * cl * x->V * FP32);
     }
+    c->fixed = e->fixed.total;
     sum(c);
 
     e->peak_moment = 0;
@@ -447,7 +452,9 @@ int cpb_model_estimate_new(const cpb_problem *p, const cpb_method *m, const cpb_
     e->setup = setup;
     e->m = m;
     snprintf(e->gpu, sizeof e->gpu, "%s", prof.name);
-    e->capacity = o->mem_cap > 0 ? o->mem_cap : cpb_gpu_profile_usable(&prof);
+    /* the device's memory: the fixed per-GPU memory is a bucket of the peak (cpb_fixed_mem),
+     * not a reserve subtracted here */
+    e->capacity = o->mem_cap > 0 ? o->mem_cap : prof.mem_bytes;
     e->host_capacity = o->host_mem_cap > 0 ? o->host_mem_cap : cpb_gpu_profile_host_per_gpu(&prof);
     /* trace the attention layer without a capacity, so its full peak is known even when
      * the model does not fit; the capacity is checked on the model's total below */
@@ -472,6 +479,7 @@ int cpb_model_estimate_new(const cpb_problem *p, const cpb_method *m, const cpb_
     x.W = x.C * setup.dp;
     x.N = setup.hsdp ? x.C : x.W;
     e->params = x.p_total;
+    cpb_fixed_mem_of(&prof, p, m->name, x.W, x.N, setup.dp, e->attn.nstreams, &e->fixed);
     memory(e, &x);
     timing(e, &x, &prof);
     const cpb_model_mem *pk = &e->moment[e->peak_moment];

@@ -194,14 +194,52 @@ typedef struct cpb_model_mem {
     int64_t ckpt;       /* checkpointed layer inputs kept on the device */
     int64_t residual;   /* residual-stream buffers of the layer being recomputed */
     int64_t work;       /* MLP tile or cross-entropy chunk */
+    int64_t fixed;      /* the fixed per-GPU memory (cpb_fixed_mem: CUDA context, NCCL, workspaces,
+                           allocator reserve), the same at every moment */
     int64_t total;
 } cpb_model_mem;
 
-/* The three buckets of the paper's memory figures: the sharded model states; what the
- * attention layer's forward and backward hold; everything else at that moment. */
+/* The paper's three memory buckets and the fixed per-GPU memory: the sharded model states;
+ * what the attention layer's forward and backward hold; everything else the step holds at
+ * that moment; the memory a process holds whatever it trains (cpb_fixed_mem). */
 typedef struct cpb_model_buckets {
-    int64_t model, attn_act, other;
+    int64_t model, attn_act, other, fixed;
 } cpb_model_buckets;
+
+/* The fixed per-GPU memory (model_scope_fixed.c; docs/simulator.md "Fixed per-GPU memory"
+ * gives each item's source): memory a training process holds on each GPU outside its
+ * tensors, each item from a documented size. */
+typedef struct cpb_fixed_mem {
+    int64_t cuda_ctx;   /* the CUDA context under lazy loading (measured, PyTorch #86509) */
+    int64_t nccl;       /* NCCL's buffers: NCCL_BUFFSIZE per channel of each connection [EST counts] */
+    int64_t cublas;     /* PyTorch's cuBLAS and cuBLASLt workspaces of the compute stream */
+    int64_t attn_ws;    /* the attention workspace outside the layer trial's trace (0: traced) */
+    int64_t frag;       /* the caching allocator's reserve beyond the allocated bytes [EST] */
+    int64_t total;
+    int ring_comms;     /* NCCL communicators running ring collectives (all-gather, reduce-scatter, ...) */
+    int p2p_peers;      /* peers of point-to-point connections (all-to-all, send/recv) */
+    int channels;       /* channels of a ring collective */
+    int streams;        /* streams allocating from the caching allocator */
+} cpb_fixed_mem;
+/* NCCL's defaults the estimate uses (NCCL docs, env.html): NCCL_BUFFSIZE 4 MiB; channels
+ * per point-to-point peer (NCCL_NCHANNELS_PER_NET_PEER's default, 2, taken for NVLink peers
+ * too [EST]) */
+#define CPB_NCCL_BUFFSIZE ((int64_t)4 << 20)
+#define CPB_NCCL_P2P_CHANNELS 2
+/* PyTorch's cuBLAS workspace by default (CUBLAS_WORKSPACE_CONFIG ":4096:2:16:8": two 4 MiB
+ * and eight 16 KiB chunks = 8,519,680 bytes); the caching allocator's large segment (20 MiB,
+ * kLargeBuffer) */
+#define CPB_CUBLAS_WS_BYTES ((int64_t)(2 * 4096 + 8 * 16) << 10)
+#define CPB_ALLOC_LARGE_SEGMENT ((int64_t)20 << 20)
+struct cpb_gpu_profile;
+/* The fixed memory of one GPU for method `method` (its name) on problem p (the context-
+ * parallel group of p->C GPUs; its --ulysses-degree for the hybrids) in a world of W GPUs
+ * whose model states are sharded over groups of N (N = W, or C under HSDP with dp > 1
+ * replicas), the attention trace holding `streams` streams. */
+void cpb_fixed_mem_of(const struct cpb_gpu_profile *prof, const cpb_problem *p, const char *method, int W, int N,
+                      int dp, int streams, cpb_fixed_mem *out);
+/* "CUDA context 0.27 GiB (measured, lazy loading), NCCL buffers ..." : one line of text */
+void cpb_fixed_mem_describe(const cpb_fixed_mem *f, char *buf, size_t len);
 cpb_model_buckets cpb_model_mem_buckets(const cpb_model_mem *m);
 
 typedef struct cpb_model_estimate {
@@ -217,7 +255,9 @@ typedef struct cpb_model_estimate {
     double params;                  /* parameter count */
     cpb_model_mem moment[CPB_MOMENT_COUNT];
     int peak_moment;
-    int64_t capacity;               /* usable device bytes */
+    int64_t capacity;               /* device bytes (the profile's memory or --mem-cap); the fixed
+                                       per-GPU memory is in the peak (fixed), not subtracted here */
+    cpb_fixed_mem fixed;            /* the fixed per-GPU memory, itemized */
     int64_t host_bytes, host_capacity; /* host bytes per GPU (checkpoints + method) */
     int ckpt_pageable;              /* checkpoint copies are pageable (not pinned) */
     int64_t ckpt_host_block;        /* host bytes one offloaded checkpoint holds (pinned: rounded up to 2^k) */

@@ -46,18 +46,22 @@ void cpb_model_estimate_print(FILE *f, const cpb_model_estimate *e)
         cpb_setup_fixes(&e->setup, fx, sizeof fx);
         if (fx[0]) fprintf(f, "  the usual fixes this setup does not have yet: %s\n", fx);
     }
-    fprintf(f, "memory per GPU (GiB) at each candidate peak; usable %.2f:\n", gib(e->capacity));
-    fprintf(f, "  %-20s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n", "moment", "states", "gathered", "rs buf",
-            "attn W", "attn act", "ckpt", "residual", "mlp/loss", "total");
+    fprintf(f, "memory per GPU (GiB) at each candidate peak; device %.2f (the fixed memory is in the peak, not "
+               "subtracted):\n", gib(e->capacity));
+    fprintf(f, "  %-20s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n", "moment", "states", "gathered", "rs buf",
+            "attn W", "attn act", "ckpt", "residual", "mlp/loss", "fixed", "total");
     for (int k = 0; k < CPB_MOMENT_COUNT; k++) {
         const cpb_model_mem *m = &e->moment[k];
-        fprintf(f, "  %-20s %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f%s\n", cpb_model_moment_name(k),
+        fprintf(f, "  %-20s %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f%s\n", cpb_model_moment_name(k),
                 gib(m->states), gib(m->gathered), gib(m->comm), gib(m->attn_fixed), gib(m->attn_act), gib(m->ckpt),
-                gib(m->residual), gib(m->work), gib(m->total), k == e->peak_moment ? "  <- peak" : "");
+                gib(m->residual), gib(m->work), gib(m->fixed), gib(m->total), k == e->peak_moment ? "  <- peak" : "");
     }
     cpb_model_buckets b = cpb_model_mem_buckets(&e->moment[e->peak_moment]);
-    fprintf(f, "peak in three buckets: model states %.2f GiB, attention activations %.2f GiB, other %.2f GiB\n",
-            gib(b.model), gib(b.attn_act), gib(b.other));
+    fprintf(f, "peak in four buckets: model states %.2f GiB, attention activations %.2f GiB, other %.2f GiB, "
+               "fixed per GPU %.2f GiB\n", gib(b.model), gib(b.attn_act), gib(b.other), gib(b.fixed));
+    char fx[512];
+    cpb_fixed_mem_describe(&e->fixed, fx, sizeof fx);
+    fprintf(f, "fixed per GPU: %s\n", fx);
     fprintf(f, "host per GPU: %.2f GiB of %.2f GiB (checkpoint copies %s", gib(e->host_bytes), gib(e->host_capacity),
             e->ckpt_pageable ? "pageable" : "pinned");
     if (e->host_states > 0) fprintf(f, "; offloaded model states %.2f GiB", gib(e->host_states));
@@ -145,6 +149,7 @@ void cpb_model_estimate_row(const cpb_model_estimate *e, cpb_row *row)
     row->model_state_bytes = b.model;
     row->attn_act_bytes = b.attn_act;
     row->other_bytes = b.other;
+    row->fixed_bytes = b.fixed;
     row->intermediate_bytes = e->attn.intermediate_bytes;
     row->host_peak_bytes = e->host_bytes;
     row->capacity_bytes = e->capacity;

@@ -77,6 +77,7 @@ extern "C" {
     L(model_state_bytes, "model scope: sharded params, grads, optimizer states at the peak (0 on layer rows)") \
     L(attn_act_bytes, "model scope: the attention layer's activations at the peak")          \
     L(other_bytes, "model scope: everything else at the peak (gathered weights, buffers, checkpoints, MLP, loss)") \
+    L(fixed_bytes, "model scope: the fixed per-GPU memory (CUDA context, NCCL buffers, cuBLAS workspaces, allocator reserve)") \
     L(fwd_peak_bytes, "device high-water during forward")                                    \
     L(bwd_peak_bytes, "device high-water during backward")                                   \
     A(at_peak_bytes, CPB_TAG_COUNT, "device bytes by tag at the peak; names in the attribute at_peak_tags") \

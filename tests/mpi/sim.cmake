@@ -23,7 +23,7 @@ cpb_cmd_test(sim_run_model_needs_sim ${SIM_EXPECT} 2 - "use --backend sim" --
              ${CPBENCH} run --backend cpu --method ulysses --model tiny --seq 256 --scope model)
 # the training setup and fpdt's schedule: printed; a host too small is an OOM (exit 0) whose
 # reason names host memory; an unknown setup is bad input
-cpb_cmd_test(sim_run_model_deepspeed ${SIM_EXPECT} 0 - "peak in three buckets: model states 14.96 GiB" --
+cpb_cmd_test(sim_run_model_deepspeed ${SIM_EXPECT} 0 - "peak in four buckets: model states 14.96 GiB" --
              ${CPBENCH} run --backend sim --method fpdt --fpdt-impl pipelined --framework deepspeed --model llama3-8b
              --gpus 8 --seq 256K --scope model --seq-stop 256K)
 cpb_cmd_test(sim_run_model_host_ram ${SIM_EXPECT} 0 - "host-oom — host memory: needs" --

@@ -7,7 +7,10 @@
 #include "cpb_method.h"
 #include "cpb_presets.h"
 #include "knobs.h"
+#include "gpu_profiles.h"
 #include "model_scope.h"
+#include <stdio.h>
+#include <stdlib.h>
 
 static const cpb_method *first_method(void)
 {
@@ -44,13 +47,15 @@ Test(sim_model, parts_add_up_and_states_are_sharded)
     for (int k = 0; k < CPB_MOMENT_COUNT; k++) {
         const cpb_model_mem *x = &e->moment[k];
         cr_expect_eq(x->total, x->states + x->gathered + x->comm + x->attn_fixed + x->attn_act + x->ckpt + x->residual +
-                                   x->work);
+                                   x->work + x->fixed);
+        cr_expect_eq(x->fixed, e->fixed.total, "the fixed memory is the same at every moment");
         /* 16 bytes per parameter over 8 GPUs: Llama3-8B's 14.96 GiB */
         cr_expect_eq(x->states, (int64_t)(16.0 * e->params / 8));
         cr_expect(x->states > (int64_t)(14.95 * 1073741824.0) && x->states < (int64_t)(14.97 * 1073741824.0),
                   "%.3f GiB", x->states / 1073741824.0);
         cpb_model_buckets b = cpb_model_mem_buckets(x);
-        cr_expect_eq(b.model + b.attn_act + b.other, x->total);
+        cr_expect_eq(b.model + b.attn_act + b.other + b.fixed, x->total);
+        cr_expect_eq(b.fixed, e->fixed.total);
         cr_expect_eq(b.model, x->states);
         cr_expect_eq(b.attn_act, x->attn_act);
     }
@@ -67,7 +72,7 @@ Test(sim_model, parts_add_up_and_states_are_sharded)
     cr_expect_str_eq(row.scope, "model");
     cr_expect_str_eq(row.status, "ok");
     cr_expect_eq(row.peak_bytes, e->moment[e->peak_moment].total);
-    cr_expect_eq(row.model_state_bytes + row.attn_act_bytes + row.other_bytes, row.peak_bytes);
+    cr_expect_eq(row.model_state_bytes + row.attn_act_bytes + row.other_bytes + row.fixed_bytes, row.peak_bytes);
     cr_expect_str_eq(cpb_row_knob_str(&row, "framework"), "torchtitan");
     cpb_model_estimate_free(e);
 }
@@ -223,5 +228,85 @@ Test(sim_model, host_ram_bounds_and_the_reason_says_so)
     o.mem_cap = 16LL << 30;
     cr_assert_eq(cpb_model_estimate_new(&p, m, &o, &e, err, sizeof err), CPB_OK, "%s", err);
     cr_expect(strncmp(e->reason, "device memory:", 14) == 0, "%s", e->reason);
+    cpb_model_estimate_free(e);
+}
+
+/* The fixed per-GPU memory item by item (model_scope_fixed.c): the CUDA context measured
+ * under lazy loading, NCCL's 4 MiB buffers per channel of each connection, PyTorch's cuBLAS
+ * and cuBLASLt workspaces, one 20 MiB allocator segment per stream; the bucket adds up to
+ * the peak, and the capacity is the device's memory (no reserve subtracted). */
+Test(sim_model, fixed_memory_items)
+{
+    cpb_gpu_profile prof;
+    char err[512] = "";
+    cr_assert_eq(cpb_gpu_profile_get("h100-sxm", &prof, err, sizeof err), CPB_OK, "%s", err);
+    cr_expect_eq(prof.cuda_ctx_bytes, 287047680, "pytorch/pytorch#86509's lazy-loading figure");
+    cr_expect_eq(prof.cublaslt_ws_bytes, 32LL << 20, "32 MiB on Hopper");
+    cr_expect_eq(CPB_CUBLAS_WS_BYTES, 8519680, ":4096:2:16:8");
+    cpb_problem p = llama(1 << 20);
+    cpb_fixed_mem f;
+    /* Ulysses on 8 GPUs, states over the 8: 7 all-to-all peers x 2 channels + one ring
+     * communicator (FSDP's gathers) x 16 channels, 4 MiB each = 120 MiB */
+    cpb_fixed_mem_of(&prof, &p, "ulysses", 8, 8, 1, 1, &f);
+    cr_expect_eq(f.p2p_peers, 7);
+    cr_expect_eq(f.ring_comms, 1);
+    cr_expect_eq(f.nccl, (7 * 2 + 16) * (4LL << 20));
+    cr_expect_eq(f.cuda_ctx, 287047680);
+    cr_expect_eq(f.cublas, 8519680 + (32LL << 20));
+    cr_expect_eq(f.attn_ws, 0, "the layer trial traces the attention workspace");
+    cr_expect_eq(f.frag, 20LL << 20);
+    cr_expect_eq(f.total, f.cuda_ctx + f.nccl + f.cublas + f.attn_ws + f.frag);
+    /* ring attention: two neighbours; three streams: three segments */
+    cpb_fixed_mem_of(&prof, &p, "ring", 8, 8, 1, 3, &f);
+    cr_expect_eq(f.p2p_peers, 2);
+    cr_expect_eq(f.nccl, (2 * 2 + 16) * (4LL << 20));
+    cr_expect_eq(f.frag, 60LL << 20);
+    /* tp: a ring communicator of its own beside the states' */
+    cpb_fixed_mem_of(&prof, &p, "tp", 8, 8, 1, 1, &f);
+    cr_expect_eq(f.p2p_peers, 0);
+    cr_expect_eq(f.ring_comms, 2);
+    /* HSDP over 2 replicas of 8: the states' group and the cross-replica all-reduce */
+    cpb_fixed_mem_of(&prof, &p, "ulysses", 16, 8, 2, 1, &f);
+    cr_expect_eq(f.ring_comms, 2);
+    /* one GPU: no NCCL buffers */
+    cpb_problem q = p;
+    q.C = 1;
+    cpb_fixed_mem_of(&prof, &q, "ulysses", 1, 1, 1, 1, &f);
+    cr_expect_eq(f.nccl, 0);
+    /* the A100's cuBLASLt workspace is 4 MiB */
+    cpb_gpu_profile a100;
+    cr_assert_eq(cpb_gpu_profile_get("a100-80g", &a100, err, sizeof err), CPB_OK, "%s", err);
+    cr_expect_eq(a100.cublaslt_ws_bytes, 4LL << 20);
+
+    /* in the estimate: the bucket adds up to the peak, the capacity is the device's memory */
+    cpb_model_estimate *e = NULL;
+    cr_assert_eq(cpb_model_estimate_new(&p, first_method(), NULL, &e, err, sizeof err), CPB_OK, "%s", err);
+    cr_assert_eq(e->status, CPB_OK, "%s", e->reason);
+    cr_expect_eq(e->capacity, prof.mem_bytes, "no reserve subtracted");
+    cpb_fixed_mem_of(&prof, &p, "ulysses", 8, 8, 1, e->attn.nstreams, &f);
+    cr_expect_eq(e->fixed.total, f.total);
+    const cpb_model_mem *pk = &e->moment[e->peak_moment];
+    cpb_model_buckets b = cpb_model_mem_buckets(pk);
+    cr_expect_eq(b.model + b.attn_act + b.other + b.fixed, pk->total);
+    cpb_row *row = calloc(1, sizeof *row);
+    cr_assert(row);
+    cpb_model_estimate_row(e, row);
+    cr_expect_eq(row->fixed_bytes, f.total);
+    cr_expect_eq(row->model_state_bytes + row->attn_act_bytes + row->other_bytes + row->fixed_bytes, row->peak_bytes);
+    /* the printed report: the fixed column, the four buckets and the itemized line */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    cr_assert(out);
+    cpb_model_estimate_print(out, e);
+    fclose(out);
+    cr_expect(strstr(buf, "fixed per GPU 0.44 GiB") != NULL, "%s", buf);
+    cr_expect(strstr(buf, "fixed per GPU: CUDA context 274 MiB (measured, lazy loading), NCCL buffers 120 MiB "
+                          "(estimate: 4 MiB x (1 ring communicator x 16 channels + 7 point-to-point peers x 2 channels))") != NULL,
+              "%s", buf);
+    cr_expect(strstr(buf, "allocator reserve 20 MiB (estimate") != NULL, "%s", buf);
+    cr_expect(strstr(buf, "the fixed memory is in the peak, not subtracted") != NULL, "%s", buf);
+    free(buf);
+    free(row);
     cpb_model_estimate_free(e);
 }
