@@ -176,8 +176,12 @@ static void print_header(const ctx *x, const cpb_plan *pl, double seconds)
     const cpb_gpu_profile *g = x->prof;
     printf("# cpbench plan: PREDICTIONS of the simulator, not measurements; scope %s\n",
            x->model ? "model (the whole training step)" : "layer (one attention layer)");
+    /* the capacity the candidates are held to: the device's memory in the model scope (its
+     * fixed per-GPU memory is a bucket of the peak, model_scope_fixed.c), the device's less
+     * the flat reserve in the layer scope */
+    int64_t cap = x->o->sim.mem_cap > 0 ? x->o->sim.mem_cap : x->model ? g->mem_bytes : cpb_gpu_profile_usable(g);
     printf("#   GPU profile %s: %d per node, %.2f GiB usable per GPU, %.2f GiB host memory per GPU\n", g->name,
-           g->hw.gpus_per_node, gib(x->o->sim.mem_cap > 0 ? x->o->sim.mem_cap : cpb_gpu_profile_usable(g)),
+           g->hw.gpus_per_node, gib(cap),
            gib(x->o->sim.host_mem_cap > 0 ? x->o->sim.host_mem_cap : cpb_gpu_profile_host_per_gpu(g)));
     if (x->model) {
         printf("#   framework %s: %s\n", x->fw->name, x->fw->summary);
