@@ -441,8 +441,13 @@ def fig_peak_memory(key, rows, out):
             y = top + step * (1 + seen[S])
             seen[S] += 1
             ax.plot([S], [y], marker="x", ms=8, mew=2, color=color, linestyle="none")
+            last = [r2 for r2 in ms[m] if r2["status"] == "ok" and int(r2["seq_len"]) < S]
+            if last:  # a thin line from the longest fit to the OOM
+                ax.plot([int(last[-1]["seq_len"]), S], [last[-1]["reserved_bytes"] / GIB, y], color=color, lw=0.7,
+                        linestyle=":")
         ax.set_ylim(0, top + step * (1.8 + max(seen.values())))
-        ax.text(max(lengths), top + step * 0.25, "first OOM (x) ", ha="right", va="bottom", fontsize=8, color="gray")
+        ax.plot([], [], marker="x", ms=8, mew=2, color="gray", linestyle="none",
+                label="first OOM (drawn above\nthe usable line)")
     else:
         ax.set_ylim(0, None)
     log2_axis(ax, lengths)
