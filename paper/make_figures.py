@@ -319,7 +319,7 @@ METHOD_STYLE = {
 SPARE_STYLE = [("#999933", "p"), ("#44AA99", "*"), ("#AA4499", "d"), ("#117733", "8"), ("#661100", "H")]
 # a variant of a method (another schedule, framework or attention implementation) keeps the
 # method's colour and marker with another line style; dashed is the published numbers'
-VARIANT_LINES = [":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3))]
+VARIANT_LINES = [":", (0, (3, 1, 1, 1, 1, 1)), (0, (1, 3)), (0, (4, 1, 1, 1))]
 PUBLISHED_LINE = "--"
 
 
@@ -386,10 +386,16 @@ def log2_axis(ax, lengths):
     from matplotlib.ticker import NullLocator
     ax.set_xscale("log", base=2)
     ticks = sorted(set(lengths))
-    if len(ticks) > 12:  # keep the powers of two and the paper's 3M, 5M
-        ticks = [t for t in ticks if (t & (t - 1)) == 0 or t in (3 << 20, 5 << 20)]
-    if len(ticks) > 12:
-        ticks = ticks[::(len(ticks) + 11) // 12]
+    # no two labels closer than ~1/12 of the axis (a bisection's 4M, 4.25M, 4.31M would print
+    # over each other): the powers of two first, then the paper's 3M and 5M, then the rest
+    span = ticks[-1] / float(ticks[0])
+    near = max(1.15, span ** (1.0 / 14))
+    first = sorted(ticks, key=lambda t: (0 if (t & (t - 1)) == 0 else 1 if t in (3 << 20, 5 << 20) else 2, t))
+    keep = []
+    for t in first:
+        if all(max(t, k) / float(min(t, k)) >= near for k in keep):
+            keep.append(t)
+    ticks = sorted(keep)
     ax.set_xticks(ticks)
     ax.set_xticklabels([size_label(t) for t in ticks], rotation=45 if len(ticks) > 6 else 0)
     ax.xaxis.set_minor_locator(NullLocator())
@@ -427,25 +433,31 @@ def fig_peak_memory(key, rows, out):
         plt.close(fig)
         return []
     top = max(caps) / GIB if caps else max([0.0] + [l.get_ydata().max() for l in ax.get_lines() if len(l.get_ydata())])
-    for c in caps:
-        ax.axhline(c / GIB, color="gray", linestyle="--", linewidth=1)
-        ax.text(min(lengths), c / GIB, " usable %.1f GiB" % (c / GIB), va="top", fontsize=8, color="gray")
+    for c in sorted(caps):
+        ax.axhline(c / GIB, color="gray", linestyle="--", linewidth=1, label="usable %.1f GiB" % (c / GIB))
     # the first OOM of each method above the capacity line, one row per method at a length, so
     # methods that ran out at the same length stand apart instead of on one point
     if ooms:
         step = 0.06 * top
-        seen = defaultdict(int)
-        for m, r in ooms:
+        rows_x = []  # the lengths placed in each row above the line
+        span = max(lengths) / float(min(lengths))
+        near = span ** 0.035 if span > 1 else 1.0  # closer than ~3.5% of the axis: another row
+        for m, r in sorted(ooms, key=lambda mr: int(mr[1]["seq_len"])):
             S = int(r["seq_len"])
             color, marker = method_style(m)
-            y = top + step * (1 + seen[S])
-            seen[S] += 1
+            k = 0
+            while k < len(rows_x) and any(max(S, x) / float(min(S, x)) < near for x in rows_x[k]):
+                k += 1
+            if k == len(rows_x):
+                rows_x.append([])
+            rows_x[k].append(S)
+            y = top + step * (1 + k)
             ax.plot([S], [y], marker="x", ms=8, mew=2, color=color, linestyle="none")
             last = [r2 for r2 in ms[m] if r2["status"] == "ok" and int(r2["seq_len"]) < S]
             if last:  # a thin line from the longest fit to the OOM
                 ax.plot([int(last[-1]["seq_len"]), S], [last[-1]["reserved_bytes"] / GIB, y], color=color, lw=0.7,
                         linestyle=":")
-        ax.set_ylim(0, top + step * (1.8 + max(seen.values())))
+        ax.set_ylim(0, top + step * (0.8 + len(rows_x)))
         ax.plot([], [], marker="x", ms=8, mew=2, color="gray", linestyle="none",
                 label="first OOM (drawn above\nthe usable line)")
     else:
@@ -520,10 +532,21 @@ def fig_throughput(key, rows, pub, out):
 BASELINE = "ulysses"
 
 
+def baseline_of(label):
+    """the Ulysses a variant is measured against: the one with its framework and attention
+    implementation ('ring [attn own]' -> 'ulysses [attn own]'; fpdt's schedule has no Ulysses
+    counterpart: 'fpdt/pipelined @deepspeed' -> 'ulysses @deepspeed')"""
+    rest = label[len(base_method(label)):]
+    if rest.startswith("/"):
+        rest = rest[len(rest.split(" ")[0]):]
+    return BASELINE + rest
+
+
 def fig_throughput_ratio(key, rows, pub, out):
     """tokens/s per GPU over Ulysses's at the same length: the few per cent that a log axis hides"""
     ms = by_method(rows)
-    base = {int(r["seq_len"]): r["tokens_per_s_per_gpu"] for r in ok_rate(ms.get(BASELINE, []))}
+    rates = {m: {int(r["seq_len"]): r["tokens_per_s_per_gpu"] for r in ok_rate(rs)} for m, rs in ms.items()}
+    base = rates.get(BASELINE, {})
     pbase = {}
     for p in (published_rows(pub, BASELINE, key[0], key[3]) if published_methods(pub, key) else []):
         pbase[int(p["seq_len"])] = float(p["value"])
@@ -532,13 +555,14 @@ def fig_throughput_ratio(key, rows, pub, out):
     fig, ax = plt.subplots(figsize=(8, 4.8))
     lengths, drawn = [], 0
     for m, rs in ms.items():
-        ok = [r for r in ok_rate(rs) if int(r["seq_len"]) in base]
+        b = rates.get(baseline_of(m)) or base
+        ok = [r for r in ok_rate(rs) if int(r["seq_len"]) in b]
         if not ok:
             continue
         color, marker = method_style(m)
         x = [int(r["seq_len"]) for r in ok]
         lengths += x
-        ax.plot(x, [r["tokens_per_s_per_gpu"] / base[int(r["seq_len"])] for r in ok], marker=marker, ms=4,
+        ax.plot(x, [r["tokens_per_s_per_gpu"] / b[int(r["seq_len"])] for r in ok], marker=marker, ms=4,
                 color=color, linestyle=line_style(m, ms), label="%s (%s)" % (m, key[1]))
         drawn += 1
     for m in published_methods(pub, key):
@@ -559,8 +583,9 @@ def fig_throughput_ratio(key, rows, pub, out):
     from matplotlib.ticker import PercentFormatter
     ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
     ax.set_ylabel("tokens/s per GPU relative to Ulysses")
-    ax.set_title("Throughput relative to Ulysses at each length (100%% = Ulysses%s)\n%s" % (
-        "; dashed: published, over the published Ulysses" if pbase else "", group_title(key)), fontsize=9)
+    ax.set_title("Throughput relative to Ulysses at each length (100%% = Ulysses with the same attention "
+                 "implementation and framework%s)\n%s" % (
+                     ";\ndashed: published, over the published Ulysses" if pbase else "", group_title(key)), fontsize=9)
     legend_outside(ax)
     return save(fig, out, group_name(key) + "_throughput_ratio")
 
@@ -601,7 +626,7 @@ def fig_max_context(key, rows, out):
     ax.set_xlim(0, max(vals) * 1.6)  # room for the labels right of the longest bar
     ax.set_xlabel("longest context that fit (M tokens)")
     ax.grid(True, axis="x", alpha=0.3)
-    ax.set_title("Maximum context per method\n" + group_title(key), fontsize=9)
+    ax.set_title("Longest context per method\n" + group_title(key), fontsize=9)
     return save(fig, out, group_name(key) + "_max_context")
 
 
@@ -697,11 +722,8 @@ def fig_breakdown(key, rows, tags, length, out):
     for i, p in enumerate(peaks):
         ax.text(i, max(p, bottom[i]), "%.1f" % p, ha="center", va="bottom", fontsize=8)
     caps = {int(r["capacity_bytes"]) for r in at if r["capacity_bytes"] > 0}
-    for c in caps:
-        ax.axhline(c / GIB, color="gray", linestyle="--", linewidth=1)
-    if caps:
-        ax.text(len(at) - 0.5, max(caps) / GIB, "usable %.1f GiB" % (max(caps) / GIB), ha="right", va="bottom",
-                fontsize=8, color="gray")
+    for c in sorted(caps):
+        ax.axhline(c / GIB, color="gray", linestyle="--", linewidth=1, label="usable %.1f GiB" % (c / GIB))
     ax.set_xticks(x)
     ax.set_xticklabels(labels, rotation=30 if len(at) > 5 or max(len(l) for l in labels) > 10 else 0,
                        ha="right" if len(at) > 5 or max(len(l) for l in labels) > 10 else "center", fontsize=9)
