@@ -4,22 +4,40 @@
     python3 paper/make_figures.py results/*.h5 --out paper/out [--length 1M]
     python3 paper/make_figures.py --plan plan.h5 --out paper/out    (`cpbench plan --out`)
 
-For every group of rows sharing (model, backend, gpu, world size, scope) it writes, as PNG
-and PDF:
-  <group>_peak_memory      peak device memory vs context length, one line per method
+For every group of rows sharing (model, backend, gpu, world size, scope, usable memory) it
+writes, as PNG and PDF:
+  <group>_peak_memory      peak device memory vs context length, one line per method; each
+                           method's first OOM an x above the usable-memory line (rows of x's
+                           where lengths are close, so they do not pile up)
   <group>_throughput       tokens/s per GPU vs context length (model scope: with the
-                           published numbers of arXiv 2602.21196 beside ours)
-  <group>_max_context      the longest context that fit, per method (bar)
-  <group>_memory_breakdown device memory by allocation tag at the peak, at one length
-and tables.md / tables.tex: our tokens/s per GPU beside the published ones
-(paper/published.csv), peak memory per method and length, and the maximum context.
+                           published numbers of arXiv 2602.21196 beside ours, dashed)
+  <group>_throughput_ratio tokens/s per GPU over Ulysses's at each length (a variant over the
+                           Ulysses with its attention implementation and framework; published
+                           over published): the few per cent a log axis hides
+  <group>_max_context      the longest context that fit per method: labelled horizontal bars
+  <group>_memory_breakdown the peak at one length per method: at model scope in the paper's
+                           buckets (model states, attention activations, other, and any bucket
+                           column a later schema adds), which add up to the peak; at layer
+                           scope by allocation tag
+and tables.md / tables.tex per group: peak memory per method and length, the model-scope
+peak in its buckets, tokens/s per GPU and MFU (causal / megatron) for any model, the longest
+context (with tokens/s, MFU and peak there), and our tokens/s beside the published ones
+(paper/published.csv).  Columns with no number are left out.
 
-With --plan, the files are `cpbench plan --out` results and each plan (model, GPUs, profile,
-scope, framework) gets <group>_plan_frontier: every candidate that fits, peak memory against
+Every method has one colour and one marker in every figure (METHOD_STYLE); a variant (another
+FPDT schedule, framework or attention implementation) keeps them with a dotted or dash-dot
+line; published series are dashed with open markers in the method's colour.
+
+With --plan, the files are `cpbench plan --out` results and each plan invocation gets
+<group>_<length or maxctx>_plan_frontier: every candidate that fits, peak memory against
 tokens/s per GPU (for a --max-context plan: its longest context against tokens/s there), the
-Pareto frontier drawn through them and the recommendation marked: the fastest that fits
-(ties: the smaller peak), or with --max-context the longest context (ties: the faster), the
-rule of `cpbench plan` (driver/plan.h).
+Pareto frontier through them, numbered, with the numbers' candidates listed under the axes
+(enlarged in an inset when the frontier sits in a corner), and the recommendation marked: the
+fastest that fits (ties: the smaller peak), or with --max-context the longest context (ties:
+the faster), the rule of `cpbench plan` (driver/plan.h).  An invocation is told apart by the
+command line of the process that wrote its rows (/sessions): plans at one length are grouped
+by that length (a second plan of the same question writes no row again), a --max-context plan
+by its process; plans also differ by model, GPUs, profile, scope, framework, setup and options.
 
 Every figure and table says which backend produced its numbers: `sim` rows are predictions
 of the simulator (exact tracked memory, modelled time), `cpu` and `cuda` rows measurements.
@@ -727,6 +745,8 @@ def fig_breakdown(key, rows, tags, length, out):
     ax.set_xticks(x)
     ax.set_xticklabels(labels, rotation=30 if len(at) > 5 or max(len(l) for l in labels) > 10 else 0,
                        ha="right" if len(at) > 5 or max(len(l) for l in labels) > 10 else "center", fontsize=9)
+    pad = (max(len(at), 3) - len(at)) / 2.0  # one or two bars: not the axes' whole width
+    ax.set_xlim(-0.5 - pad, len(at) - 0.5 + pad)
     top = max([max(peaks), bottom.max()] + [c / GIB for c in caps])
     ax.set_ylim(0, top * 1.1)
     ax.set_ylabel("device memory per GPU at the peak (GiB)")
@@ -946,10 +966,10 @@ def plan_invocation(r):
     ("file", file, session) when the file names no command line"""
     cmd = r.get("session_command", "")
     if "--max-context" in cmd.split():
-        return ("max", r["file"], int(r["session"]))
+        return ("max", r["file"], int(r.get("session", 0)))
     if cmd:
         return ("seq", int(r["seq_len"]))
-    return ("file", r["file"], int(r["session"]))
+    return ("file", r["file"], int(r.get("session", 0)))
 
 
 def plan_groups(rows):
@@ -1027,25 +1047,61 @@ def fig_plan(key, rows, out, names_used=None):
     ok = [r for r in rows if r["status"] == "ok" and r["tokens_per_s_per_gpu"] > 0]
     xv = (lambda r: int(r["seq_len"]) / float(1 << 20)) if mc else (lambda r: r["peak_bytes"] / GIB)
     fig, ax = plt.subplots(figsize=(8.5, 5.2))
+    front = sorted(front, key=xv)
     per_method = defaultdict(list)  # one colour per method: its knobs and variants are the points
     for r in ok:
         per_method[r["method"]].append(r)
-    for m, rs in sorted(per_method.items(), key=lambda kv: method_key(kv[0])):
-        color, marker = method_style(m)
-        ax.scatter([xv(r) for r in rs], [r["tokens_per_s_per_gpu"] for r in rs], s=16, color=color, marker=marker,
-                   alpha=0.45, linewidths=0, label=m)
-    front = sorted(front, key=xv)
-    ax.plot([xv(r) for r in front], [r["tokens_per_s_per_gpu"] for r in front], "-o", color="black", lw=1.2, ms=4,
-            mfc="none", label="Pareto frontier (numbered)")
-    ax.plot([xv(best)], [best["tokens_per_s_per_gpu"]], "*", color="#D55E00", mec="black", mew=0.6, ms=16,
-            linestyle="none", label="recommended")
+
+    def draw(a, labels):
+        for m, rs in sorted(per_method.items(), key=lambda kv: method_key(kv[0])):
+            color, marker = method_style(m)
+            a.scatter([xv(r) for r in rs], [r["tokens_per_s_per_gpu"] for r in rs], s=16, color=color, marker=marker,
+                      alpha=0.45, linewidths=0, label=m if labels else None)
+        a.plot([xv(r) for r in front], [r["tokens_per_s_per_gpu"] for r in front], "-o", color="black", lw=1.2, ms=4,
+               mfc="none", label="Pareto frontier (numbered)" if labels else None)
+        a.plot([xv(best)], [best["tokens_per_s_per_gpu"]], "*", color="#D55E00", mec="black", mew=0.6, ms=16,
+               linestyle="none", label="recommended" if labels else None)
+        a.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(human_number))
+        a.grid(True, alpha=0.3)
+
+    draw(ax, True)
     if not mc and best["capacity_bytes"] > 0:
         ax.axvline(best["capacity_bytes"] / GIB, color="gray", ls="--", lw=1, label="usable memory")
-    ax.set_xlabel("longest context that fits (M tokens)" if mc else "predicted peak memory per GPU (GiB)")
+    if mc:
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _p: size_label(v * (1 << 20)) if v > 0 else ""))
+    ax.set_xlabel("longest context that fits (tokens)" if mc else "predicted peak memory per GPU (GiB)")
     ax.set_ylabel("tokens/s per GPU" + (" at that context" if mc else ""))
-    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(human_number))
-    ax.grid(True, alpha=0.3)
-    place_numbers(ax, [(xv(r), r["tokens_per_s_per_gpu"]) for r in front])
+    pts = [(xv(r), r["tokens_per_s_per_gpu"]) for r in front]
+    # a frontier in a corner of the cloud (a fixed-length plan: the fast candidates within a
+    # few GiB of each other) is drawn again, enlarged, in an inset where its numbers fit
+    x0, x1 = ax.get_xlim()
+    y0, y1 = ax.get_ylim()
+    fx = [p[0] for p in pts] + [xv(best)]
+    fy = [p[1] for p in pts] + [best["tokens_per_s_per_gpu"]]
+    wx, wy = (max(fx) - min(fx)) / (x1 - x0), (max(fy) - min(fy)) / (y1 - y0)
+    if len(pts) > 2 and wx < 0.3 and wy < 0.3:
+        # the corner of the axes with the fewest points
+        allx = np.array([xv(r) for r in ok])
+        ally = np.array([r["tokens_per_s_per_gpu"] for r in ok])
+        corners = [(0.52, 0.05), (0.05, 0.05), (0.52, 0.5), (0.05, 0.5)]
+        def crowd(c):
+            lx, ly = x0 + c[0] * (x1 - x0), y0 + c[1] * (y1 - y0)
+            hx, hy = lx + 0.45 * (x1 - x0), ly + 0.45 * (y1 - y0)
+            inside = ((allx >= lx) & (allx <= hx) & (ally >= ly) & (ally <= hy)).sum()
+            cover = (min(fx) <= hx and max(fx) >= lx and min(fy) <= hy and max(fy) >= ly)
+            return (inside + (1000 if cover else 0), c)
+        corner = min(corners, key=lambda c: crowd(c)[0])
+        ins = ax.inset_axes([corner[0], corner[1], 0.45, 0.45])
+        draw(ins, False)
+        px, py = max(max(fx) - min(fx), 1e-9), max(max(fy) - min(fy), 1e-9)
+        ins.set_xlim(min(fx) - 0.15 * px, max(fx) + 0.2 * px)
+        ins.set_ylim(min(fy) - 0.25 * py, max(fy) + 0.3 * py)
+        ins.tick_params(labelsize=7)
+        ins.set_title("the frontier, enlarged", fontsize=7)
+        ax.indicate_inset_zoom(ins, edgecolor="0.4")
+        place_numbers(ins, pts)
+    else:
+        place_numbers(ax, pts)
     ax.set_title("cpbench plan: %s on %d x %s, %s scope%s, %s%s\n%s: %s" % (
         model, C, gpu, scope, ", framework " + fw if fw else "", what,
         (", " + setup[-1]) if setup and setup[-1] else "", backend, BACKEND_WORDS.get(backend, backend)), fontsize=9)
