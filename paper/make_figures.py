@@ -365,8 +365,8 @@ def human_number(v, _pos=None):
         return ""
     for div, suf in ((1e6, "M"), (1e3, "K")):
         if v >= div:
-            return ("%g" % float("%.3g" % (v / div))) + suf
-    return "%g" % float("%.3g" % v)
+            return ("%g" % float("%.4g" % (v / div))) + suf
+    return "%g" % float("%.4g" % v)
 
 
 def log_y_axis(ax, values):
@@ -728,7 +728,7 @@ def fig_breakdown(key, rows, tags, length, out):
         names = [tn[i] for i in used]
         data = full[:, used]
         cmap = plt.get_cmap("tab20")
-        colors = [cmap(k % 20) for k in range(len(names))]
+        colors = [cmap(i % 20) for i in used]  # a tag's colour by its index: the same in every figure
         what = "device memory by allocation tag at the peak" + (" (the attention layer's)" if model_scope else "")
     fig, ax = plt.subplots(figsize=(max(6.0, 1.0 + 0.8 * len(at)), 4.8))
     x = np.arange(len(at))
@@ -1065,8 +1065,13 @@ def fig_plan(key, rows, out, names_used=None):
         a.grid(True, alpha=0.3)
 
     draw(ax, True)
+    cap_note = ""
     if not mc and best["capacity_bytes"] > 0:
-        ax.axvline(best["capacity_bytes"] / GIB, color="gray", ls="--", lw=1, label="usable memory")
+        cap = best["capacity_bytes"] / GIB
+        if cap <= 1.5 * max(xv(r) for r in ok):
+            ax.axvline(cap, color="gray", ls="--", lw=1, label="usable memory")
+        else:  # far right of every candidate: the line would squeeze them into a corner
+            cap_note = "; usable %.1f GiB per GPU" % cap
     if mc:
         ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _p: size_label(v * (1 << 20)) if v > 0 else ""))
     ax.set_xlabel("longest context that fits (tokens)" if mc else "predicted peak memory per GPU (GiB)")
@@ -1106,7 +1111,7 @@ def fig_plan(key, rows, out, names_used=None):
         model, C, gpu, scope, ", framework " + fw if fw else "", what,
         (", " + setup[-1]) if setup and setup[-1] else "", backend, BACKEND_WORDS.get(backend, backend)), fontsize=9)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
-              title="%d of %d candidates fit" % (len(ok), len(rows)), title_fontsize=7)
+              title="%d of %d candidates fit%s" % (len(ok), len(rows), cap_note.replace("; ", "\n")), title_fontsize=7)
     # the frontier's candidates, by number, under the axes: full labels that cannot overlap
     keytxt = "Pareto frontier:\n" + "\n".join(
         "%2d  %s%s" % (i + 1, plan_label(r), "   <- recommended" if r is best else "") for i, r in enumerate(front))
