@@ -373,9 +373,12 @@ def log_y_axis(ax, values):
     """a log y axis whose ticks are labelled with numbers: 1-2-5 steps within a decade when the
     values span less than two decades, powers of ten beyond"""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-    ax.set_yscale("log")
     v = [x for x in values if x > 0]
     span = max(v) / min(v) if v else 10
+    if span < 2:  # within a factor of two a log axis has one or two ticks: a linear one
+        ax.yaxis.set_major_formatter(FuncFormatter(human_number))
+        return
+    ax.set_yscale("log")
     subs = (1.0, 2.0, 5.0) if span < 100 else (1.0,)
     if span < 4:
         subs = (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 7.0)
@@ -404,10 +407,10 @@ def log2_axis(ax, lengths):
     from matplotlib.ticker import NullLocator
     ax.set_xscale("log", base=2)
     ticks = sorted(set(lengths))
-    # no two labels closer than ~1/12 of the axis (a bisection's 4M, 4.25M, 4.31M would print
+    # no two labels closer than ~1/20 of the axis (a bisection's 4M, 4.25M, 4.31M would print
     # over each other): the powers of two first, then the paper's 3M and 5M, then the rest
     span = ticks[-1] / float(ticks[0])
-    near = max(1.15, span ** (1.0 / 14))
+    near = max(1.15, span ** (1.0 / 20))
     first = sorted(ticks, key=lambda t: (0 if (t & (t - 1)) == 0 else 1 if t in (3 << 20, 5 << 20) else 2, t))
     keep = []
     for t in first:
@@ -599,7 +602,7 @@ def fig_throughput_ratio(key, rows, pub, out):
     ax.axhline(1.0, color="gray", linewidth=1)
     log2_axis(ax, lengths)
     from matplotlib.ticker import PercentFormatter
-    ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=None))
     ax.set_ylabel("tokens/s per GPU relative to Ulysses")
     ax.set_title("Throughput relative to Ulysses at each length (100%% = Ulysses with the same attention "
                  "implementation and framework%s)\n%s" % (
