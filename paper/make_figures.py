@@ -802,7 +802,8 @@ def md_table(header, rows):
 
 
 def tex_escape(s):
-    return s.replace("_", r"\_").replace("%", r"\%").replace("&", r"\&").replace("#", r"\#")
+    s = s.replace("_", r"\_").replace("%", r"\%").replace("&", r"\&").replace("#", r"\#")
+    return s.replace(">=", r"$\geq$").replace("~", r"\textasciitilde{}")
 
 
 def tex_table(caption, header, rows):
