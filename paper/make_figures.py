@@ -1079,8 +1079,13 @@ def fig_plan(key, rows, out, names_used=None):
             ax.axvline(cap, color="gray", ls="--", lw=1, label="usable memory")
         else:  # far right of every candidate: the line would squeeze them into a corner
             cap_note = "; usable %.1f GiB per GPU" % cap
-    if mc:
-        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _p: size_label(v * (1 << 20)) if v > 0 else ""))
+    if mc:  # ticks a power of two of tokens apart (768K, 800K, ...: no 819K), labelled 128K, 1M, 3.5M
+        lo, hi = ax.get_xlim()
+        step = 2.0 ** np.ceil(np.log2(max((hi - lo) / 8.0, 1.0 / 1024)))
+        ax.set_xticks(np.arange(np.ceil(lo / step) * step, hi + 1e-9, step))
+        ax.set_xlim(lo, hi)
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(
+            lambda v, _p: size_label(round(v * (1 << 20))) if v > 0 else ""))
     ax.set_xlabel("longest context that fits (tokens)" if mc else "predicted peak memory per GPU (GiB)")
     ax.set_ylabel("tokens/s per GPU" + (" at that context" if mc else ""))
     pts = [(xv(r), r["tokens_per_s_per_gpu"]) for r in front]
