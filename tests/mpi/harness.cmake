@@ -5,6 +5,10 @@ cpb_cmd_test(harness_sweep_sim bash ${CMAKE_CURRENT_SOURCE_DIR}/sweep_test.sh ${
              ${CMAKE_CURRENT_BINARY_DIR}/harness_sweep_sim)
 cpb_cmd_test(harness_figures bash ${CMAKE_CURRENT_SOURCE_DIR}/paper_test.sh ${CPBENCH}
              ${CMAKE_CURRENT_BINARY_DIR}/harness_figures ${CMAKE_SOURCE_DIR})
+# every figure kind of make_figures.py from a small simulator file, PNG and PDF, no warnings;
+# the model-scope buckets add up to the peak; one plan figure per plan invocation (issue 25 §3)
+cpb_cmd_test(harness_figure_kinds bash ${CMAKE_SOURCE_DIR}/tests/figures_test.sh ${CPBENCH}
+             ${CMAKE_CURRENT_BINARY_DIR}/harness_figure_kinds ${CMAKE_SOURCE_DIR})
 # cpbench plan end to end: its table, --out, the recommendation run again, the frontier figure
 cpb_cmd_test(harness_plan bash ${CMAKE_CURRENT_SOURCE_DIR}/plan_test.sh ${CPBENCH}
              ${CMAKE_CURRENT_BINARY_DIR}/harness_plan ${CMAKE_SOURCE_DIR})
