@@ -84,8 +84,8 @@ assert custom and "| ring | 2M |" not in custom[0], "the custom model's longest-
 print("tables ok")
 PYEOF
 
-# the buckets: they add up to the peak; a fourth bucket column (a later schema's fixed per-GPU
-# memory) is read as one without a change to the script
+# the buckets: they add up to the peak (schema 9: the fixed per-GPU memory is the fourth); a
+# fifth bucket column (a later schema's) is read as one without a change to the script
 $PY - "$W/r.h5" "$W/x.h5" "$SRC/paper" "$W/x" <<'PYEOF' || fail "the buckets"
 import sys, warnings
 import h5py, numpy as np
@@ -94,21 +94,21 @@ import make_figures as mf
 rows, tags = mf.read_runs([sys.argv[1]])
 model = [r for r in rows if r["scope"] == "model" and r["status"] == "ok"]
 cols = mf.bucket_columns(model)
-assert cols == ["model_state_bytes", "attn_act_bytes", "other_bytes"], cols
+assert cols == ["model_state_bytes", "attn_act_bytes", "other_bytes", "fixed_bytes"], cols
 assert all(sum(int(r[c]) for c in cols) == int(r["peak_bytes"]) for r in model)
-# a copy with fixed_gpu_bytes after other_bytes, taken out of other
+# a copy with extra_gpu_bytes after fixed_bytes, taken out of other
 with h5py.File(sys.argv[1], "r") as f:
     runs = f["runs"][:]
     attrs = dict(f.attrs)
 names = list(runs.dtype.names)
-i = names.index("other_bytes") + 1
+i = names.index("fixed_bytes") + 1
 fields = [(n, runs.dtype.fields[n][0]) for n in names]
-dt = np.dtype(fields[:i] + [("fixed_gpu_bytes", "<i8")] + fields[i:])
+dt = np.dtype(fields[:i] + [("extra_gpu_bytes", "<i8")] + fields[i:])
 new = np.zeros(runs.shape, dtype=dt)
 for n in names:
     new[n] = runs[n]
 fixed = np.where(runs["scope"] == b"model", np.minimum(runs["other_bytes"], 1 << 30), 0)
-new["fixed_gpu_bytes"] = fixed
+new["extra_gpu_bytes"] = fixed
 new["other_bytes"] = runs["other_bytes"] - fixed
 with h5py.File(sys.argv[2], "w") as f:
     for k, v in attrs.items():
@@ -117,12 +117,12 @@ with h5py.File(sys.argv[2], "w") as f:
 rows, _ = mf.read_runs([sys.argv[2]])
 model = [r for r in rows if r["scope"] == "model" and r["status"] == "ok"]
 cols = mf.bucket_columns(model)
-assert cols == ["model_state_bytes", "attn_act_bytes", "other_bytes", "fixed_gpu_bytes"], cols
+assert cols == ["model_state_bytes", "attn_act_bytes", "other_bytes", "fixed_bytes", "extra_gpu_bytes"], cols
 with warnings.catch_warnings():
     warnings.simplefilter("error")
     assert mf.main([sys.argv[2], "--out", sys.argv[4]]) == 0
 md = open(sys.argv[4] + "/tables.md").read()
-assert "| model states | attention activations | other | fixed gpu |" in md, "no fixed bucket column"
+assert "| model states | attention activations | other | fixed | extra gpu |" in md, "no fifth bucket column: " + md
 # plans: one group per invocation
 rows, _ = mf.read_runs([sys.argv[1].replace("r.h5", "plan.h5")])
 g = mf.plan_groups(mf.latest(rows))
