@@ -24,6 +24,10 @@ typedef struct shape {
     double N, W; /* GPUs the states are sharded over; every GPU (C x replicas) */
     double m; /* MLP weight matrices: 3 gated (gate, up, down), 2 two-matrix (up, down) */
     double p_attn, p_mlp, p_norm, p_layer, p_embed, p_head, p_total;
+    /* LoRA of rank r (0: none): the adapters' parameters; the trainable parameters (the
+     * adapters with LoRA, else every parameter) of a layer, of its MLP and of the model */
+    double r, l_attn, l_mlp;
+    double t_layer, t_mlp, t_total;
 } shape;
 
 static shape shape_of(const cpb_problem *p, const cpb_model_spec *sp)
@@ -51,6 +55,12 @@ static shape shape_of(const cpb_problem *p, const cpb_model_spec *sp)
     x.p_embed = c.embed;
     x.p_head = c.head;
     x.p_total = c.total;
+    x.r = c.lora_rank;
+    x.l_attn = c.lora_attn;
+    x.l_mlp = c.lora_mlp;
+    x.t_layer = x.r > 0 ? c.lora_layer : c.layer;
+    x.t_mlp = x.r > 0 ? c.lora_mlp : c.mlp;
+    x.t_total = x.r > 0 ? c.lora_total : c.total;
     return x;
 }
 
@@ -116,7 +126,10 @@ static double prefetch_params(const cpb_framework *f, const shape *x)
 
 static double rs_elems(const cpb_framework *f, const shape *x)
 {
-    return f->rs_layers * x->p_layer + bucket(f->rs_params, x);
+    /* with LoRA only the adapters have gradients: a bucket holds at most all of them */
+    double b = bucket(f->rs_params, x);
+    if (x->r > 0 && b > x->t_total) b = x->t_total;
+    return f->rs_layers * x->t_layer + b;
 }
 
 /* the MLP's tile: tokens and [T, F] buffers of its backward (an untiled MLP under autograd:
@@ -143,19 +156,28 @@ static void memory(cpb_model_estimate *e, const shape *x)
     const double sD = x->s * x->D * B;
     /* sharded states: the parts' bytes per parameter (model_scope_setup.c), sharded over
      * the C GPUs or replicated; those offloaded are in host memory */
-    int64_t states = (int64_t)(su->dev_sh * x->p_total / x->N + su->dev_rep * x->p_total);
-    e->host_states = (int64_t)(su->host_sh * x->p_total / x->N + su->host_rep * x->p_total);
+    /* with LoRA a frozen base (weights only) and the adapters' full trainable state */
+    double dev_states, host_states;
+    cpb_setup_state_bytes(su, x->p_total, x->t_total, x->N, &dev_states, &host_states);
+    int64_t states = (int64_t)dev_states;
+    e->host_states = (int64_t)host_states;
     const int full = su->ckpt == CPB_CKPT_FULL, offload = full && su->ckpt_offload;
     /* The layer's own [s, D] buffers in the trace (trial.c allocates x, y, dy, dx in the
      * storage dtype).  In the model the attention output y is consumed by the residual add
      * h = r + y and freed at once, and dy is the residual gradient dh itself (h = r + y
      * gives dy = dh): so y is not live in a backward, and dy needs no buffer of its own. */
     const int64_t sdb = (int64_t)(x->s * x->D * (double)cpb_dtype_size(e->p.dtype));
-    int64_t attn_fixed = t->at_peak_bytes[CPB_TAG_WEIGHTS] + t->at_peak_bytes[CPB_TAG_GRADS];
+    const int64_t trace_fixed = t->at_peak_bytes[CPB_TAG_WEIGHTS] + t->at_peak_bytes[CPB_TAG_GRADS];
+    int64_t attn_fixed = trace_fixed;
+    /* LoRA: the frozen projections have no weight gradients: the trace's gradients at its
+     * peak are taken out, the adapters' weights and gradients put in (an estimate: the
+     * trace's peak with its gradient buffers, less them) */
+    if (x->r > 0)
+        attn_fixed = t->at_peak_bytes[CPB_TAG_WEIGHTS] + (int64_t)(x->l_attn * (BF16 + f->grad_compute_bytes));
     /* the attention's saved state at the end of its forward, less y (freed after the
      * residual add) and dx (not yet produced; the trial allocates it up front); one trace
      * per sequence of the micro-batch */
-    int64_t attn_saved = t->fwd.live_end - attn_fixed - 2 * sdb;
+    int64_t attn_saved = t->fwd.live_end - trace_fixed - 2 * sdb;
     if (attn_saved < 0) attn_saved = 0;
     attn_saved = (int64_t)(attn_saved * B);
     /* activation checkpointing.  full: each layer's input [s, D] bf16; the framework keeps
@@ -177,12 +199,12 @@ static void memory(cpb_model_estimate *e, const shape *x)
     /* the current layer's MLP and norm parameters and what is gathered ahead (compute
      * dtype; the attention weights are in the trace); below ZeRO-3 the parameters are
      * replicated in the states (an autocast copy of the layer without a 16-bit copy) */
-    int64_t params = su->zero >= 3 ? (int64_t)(((x->p_mlp + x->p_norm) + prefetch_params(f, x)) * BF16)
-                     : su->copy16_eff ? 0 : (int64_t)((x->p_mlp + x->p_norm) * BF16);
+    int64_t params = su->zero >= 3 ? (int64_t)(((x->p_mlp + x->p_norm + x->l_mlp) + prefetch_params(f, x)) * BF16)
+                     : su->copy16_eff || x->r > 0 ? 0 : (int64_t)((x->p_mlp + x->p_norm) * BF16);
     /* unsharded MLP gradients held until the layer's reduce-scatter (FSDP2); ZeRO-3 moves
      * each gradient into its bucket as it is produced; below ZeRO-3 they are the states'
      * gradient buffer */
-    int64_t mlp_grads = f->rs_params != 0 || su->zero < 3 ? 0 : (int64_t)(x->p_mlp * f->grad_compute_bytes);
+    int64_t mlp_grads = f->rs_params != 0 || su->zero < 3 ? 0 : (int64_t)(x->t_mlp * f->grad_compute_bytes);
 
     /* A: attention backward of a middle layer (after its recomputed forward and its MLP
      * backward) */
@@ -191,7 +213,7 @@ static void memory(cpb_model_estimate *e, const shape *x)
     a->gathered = params + mlp_grads;
     a->comm = comm;
     a->attn_fixed = attn_fixed;
-    a->attn_act = (int64_t)((t->peak_bytes - attn_fixed - t->at_peak_bytes[CPB_TAG_Y]) * B);
+    a->attn_act = (int64_t)((t->peak_bytes - trace_fixed - t->at_peak_bytes[CPB_TAG_Y]) * B);
     a->ckpt = ckpt;
     /* with offload: the layer's input r, fetched back from the host (its norm's backward
      * needs it), and the input of the next layer to process, prefetched while this one
@@ -208,7 +230,7 @@ static void memory(cpb_model_estimate *e, const shape *x)
     b->states = states;
     /* the same parameters; the MLP gradients being produced, or FPDT_FFN's fp32
      * accumulators of them */
-    b->gathered = params + (su->tiled_mlp && f->mlp_fp32_grads ? (int64_t)(x->p_mlp * FP32) : mlp_grads);
+    b->gathered = params + (su->tiled_mlp && f->mlp_fp32_grads ? (int64_t)(x->t_mlp * FP32) : mlp_grads);
     b->comm = comm;
     b->attn_fixed = attn_fixed;
     b->attn_act = attn_saved;
@@ -227,6 +249,8 @@ static void memory(cpb_model_estimate *e, const shape *x)
      * hidden state and its gradient [s, D]. */
     cpb_model_mem *c = &e->moment[CPB_MOMENT_LOSS];
     double head = x->p_head > 0 ? x->p_head : x->p_embed, cl = loss_chunk(f, x, tok);
+    /* with LoRA the LM head is frozen: no gradient of it */
+    const double head_grad = x->r > 0 ? 0 : head;
     c->states = states;
     c->comm = comm;
     c->attn_fixed = 0;
@@ -237,17 +261,17 @@ static void memory(cpb_model_estimate *e, const shape *x)
         /* the whole logits [s, V]: bf16 (returned with the output), their fp32 upcast's
          * log-softmax kept by cross_entropy, and in the backward its fp32 gradient and the
          * bf16 one: 12 bytes per logit at the peak [EST: LlamaForCausalLM, TorchTitan's loss] */
-        c->gathered = (int64_t)(head * BF16 + head * f->grad_compute_bytes);
+        c->gathered = (int64_t)(head * BF16 + head_grad * f->grad_compute_bytes);
         c->work = (int64_t)(12 * tok * x->V);
     } else if (f->loss == CPB_LOSS_FPDT_CHUNKED) {
         /* FPDT_LogitsLoss: an fp32 grad_logit_weights [V, D]; per chunk the fp32 logits,
          * softmax and its gradient; the per-chunk grad_lm_output list and its torch.cat
          * (two [s, D]) */
-        c->gathered = (int64_t)(head * BF16 + head * FP32);
+        c->gathered = (int64_t)(head * BF16 + head_grad * FP32);
         c->work = (int64_t)(3 * cl * x->V * FP32 + 2 * sD * BF16);
     } else {
         /* Liger's fused linear cross-entropy: fp32 logits and their gradient of one chunk */
-        c->gathered = (int64_t)(head * BF16 + head * f->grad_compute_bytes);
+        c->gathered = (int64_t)(head * BF16 + head_grad * f->grad_compute_bytes);
         c->work = (int64_t)(2 * cl * x->V * FP32);
     }
     c->fixed = e->fixed.total;
@@ -282,6 +306,33 @@ static double host_copy_bw(const cpb_sim_hw *hw, const shape *x, int pageable)
     return bw;
 }
 
+/* One forward pass of the LoRA adapters (rank x->r) of a layer's attention projections
+ * (attn = 1) or MLP matrices (attn = 0) over tok tokens, seconds: each adapter is two thin
+ * GEMMs, 2 tok r (in + out) FLOPs, and (as PEFT's lora.Linear runs it: the adapter's
+ * output added to the frozen layer's, result + B(A(x)) * scaling) reads its input [tok, in],
+ * writes and reads [tok, r], writes [tok, out] and adds it into the output (read, read,
+ * write): the larger of the GEMMs' time and that HBM traffic [EST: rank-r GEMMs are
+ * memory bound, r FLOPs per byte of input]. */
+static double lora_fwd_s(const shape *x, const cpb_sim_hw *hw, double tok, int attn)
+{
+    if (!(x->r > 0)) return 0;
+    const double D = x->D, F = x->F, hd = x->H * x->d, gd = x->G * x->d;
+    double io[4][2] = {{D, hd}, {D, gd}, {D, gd}, {hd, D}}, mlp[3][2] = {{D, F}, {D, F}, {F, D}};
+    if (x->m == 2) mlp[1][0] = F, mlp[1][1] = D; /* two-matrix: up [D -> F], down [F -> D] */
+    double (*mats)[2] = attn ? io : mlp;
+    int n = attn ? 4 : (int)x->m;
+    double t = 0;
+    for (int i = 0; i < n; i++) {
+        double in = mats[i][0], out = mats[i][1];
+        double flops = 2 * tok * x->r * (in + out);
+        double eff = cpb_sim_gemm_eff(hw, (int64_t)tok, (int64_t)x->r, (int64_t)in, 1);
+        double bytes = BF16 * tok * (in + 2 * x->r + 4 * out);
+        double tc = flops / (hw->peak_flops * eff), tm = bytes / hw->hbm_bw;
+        t += tc > tm ? tc : tm;
+    }
+    return t;
+}
+
 /* Time per step on one GPU. */
 static void timing(cpb_model_estimate *e, const shape *x, const cpb_gpu_profile *prof)
 {
@@ -300,6 +351,18 @@ static void timing(cpb_model_estimate *e, const shape *x, const cpb_gpu_profile 
     if (su->ckpt == CPB_CKPT_SELECTIVE)
         e->attn_layer_s += 2 * x->S * x->S * x->H * x->d / x->C / (hw->peak_flops * hw->attn_fwd_eff_max);
     e->attn_layer_s *= B;
+    /* LoRA: the frozen projections' backward skips their weight-gradient GEMMs (the trial's
+     * backward computes them: their FLOPs over the C GPUs, (2 S D (H + 2G) d + 2 S H d D) / C,
+     * at the GEMM efficiency of a [D x s] by [s x (H + 2G) d] product taken out [EST]); the
+     * adapters run in every forward pass and twice in the backward */
+    e->lora_attn_s = 0;
+    if (x->r > 0) {
+        double dw = (2 * x->S * x->D * (x->H + 2 * x->G) * x->d + 2 * x->S * x->H * x->d * x->D) / x->C;
+        double dw_eff = cpb_sim_gemm_eff(hw, (int64_t)x->D, (int64_t)((x->H + 2 * x->G) * x->d), (int64_t)x->s, 1);
+        double saved = B * dw / (hw->peak_flops * dw_eff);
+        e->lora_attn_s = ((full ? 2 : 1) + 2) * lora_fwd_s(x, hw, tok, 1) - saved;
+        e->attn_layer_s += e->lora_attn_s;
+    }
     /* MLP: m GEMMs of 2*s*D*F FLOPs (3 gated, 2 two-matrix) per forward-equivalent at the GEMM efficiency of one
      * tile (T x F x D); the framework's number of forward-equivalents (a tiled MLP's
      * backward recomputes each tile; an untiled one: forward, recompute, backward 2x);
@@ -312,7 +375,13 @@ static void timing(cpb_model_estimate *e, const shape *x, const cpb_gpu_profile 
      * accumulator: bf16 .grad or fp32 buffers), HBM bound; an untiled MLP's GEMM writes it */
     e->mlp_acc_s = su->tiled_mlp ? ceil(tok / T) * f->mlp_grad_acc_bytes * x->m * x->D * x->F / hw->hbm_bw : 0;
     e->mlp_passes = (su->tiled_mlp ? f->mlp_passes : 4.0) - (full ? 0 : 1);
-    e->mlp_layer_s = e->mlp_passes * mlp_fwd + e->mlp_acc_s;
+    /* LoRA: a frozen matrix's backward is its dX GEMM only, one forward-equivalent less
+     * (the weight-gradient GEMMs: TiledMLP's and the untiled backward's 2x is 1x, FPDT_FFN's
+     * 8 GEMM units 5), and no weight gradient to accumulate per tile; the adapters run in
+     * each of the passes, their backward twice (dX and their own dA, dB) */
+    double adapters = x->r > 0 ? e->mlp_passes * lora_fwd_s(x, hw, tok, 0) : 0;
+    if (x->r > 0) e->mlp_passes -= 1, e->mlp_acc_s = 0;
+    e->mlp_layer_s = e->mlp_passes * mlp_fwd + e->mlp_acc_s + adapters;
     /* two RMSNorms (read + write [s, D]) and two residual adds (two reads, one write) per
      * pass, HBM bound; passes: forward, recompute, backward counted twice */
     e->norm_layer_s = (full ? 4 : 3) * (2 * 2 + 2 * 3) * sD * BF16 / hw->hbm_bw;
@@ -329,9 +398,10 @@ static void timing(cpb_model_estimate *e, const shape *x, const cpb_gpu_profile 
     double gathers = su->zero >= 3 ? (f->rs_params != 0 ? (full ? 3 : 2) : 2) : 0;
     double reduce = su->zero == 0 ? 2 : 1;
     double per_layer_reduce = su->zero >= 3 || !f->grad_sync_per_step ? reduce : 0;
-    e->fsdp_layer_s = x->N > 1 ? (gathers * BF16 + per_layer_reduce * f->grad_reduce_bytes) * x->p_layer * (x->N - 1) / x->N / bw +
-                                     (gathers + per_layer_reduce) * lat
-                               : 0;
+    /* (with LoRA the frozen base is gathered as before; only the adapters' gradients are reduced) */
+    double traffic = x->r > 0 ? gathers * BF16 * x->p_layer + per_layer_reduce * f->grad_reduce_bytes * x->t_layer
+                              : (gathers * BF16 + per_layer_reduce * f->grad_reduce_bytes) * x->p_layer;
+    e->fsdp_layer_s = x->N > 1 ? traffic * (x->N - 1) / x->N / bw + (gathers + per_layer_reduce) * lat : 0;
     /* parameter offload (or FSDP2's CPU offload, where the parameters are the master): each
      * gather first copies this GPU's shard from host memory */
     if (su->param_offload || (su->opt_cpu && !su->copy16_eff)) e->fsdp_layer_s += gathers * BF16 * x->p_layer / x->N / host_copy_bw(hw, x, 0);
@@ -352,7 +422,7 @@ static void timing(cpb_model_estimate *e, const shape *x, const cpb_gpu_profile 
      * whole micro-batch at once without a fused loss) */
     double chunk = su->fused_loss ? loss_chunk(f, x, tok) : tok;
     double head_eff = cpb_sim_gemm_eff(hw, (int64_t)chunk, (int64_t)x->V, (int64_t)x->D, 1);
-    double head_flops = 3 * 2 * tok * x->D * x->V;
+    double head_flops = (x->r > 0 ? 2 : 3) * 2 * tok * x->D * x->V; /* LoRA: a frozen head's backward is dX only */
     if (su->fused_loss && f->loss == CPB_LOSS_FPDT_CHUNKED) head_flops += 2 * tok * x->D * x->V; /* its backward recomputes the logits */
     e->head_s = head_flops / (hw->peak_flops * head_eff);
     /* the loss's element-wise passes over the fp32 logits [s, V]: Liger's fused kernel
@@ -369,16 +439,17 @@ static void timing(cpb_model_estimate *e, const shape *x, const cpb_gpu_profile 
     else
         e->loss_s = 12 * tok * x->V / hw->hbm_bw;
     /* and each chunk adds its head-gradient product into the [V, D] accumulator */
-    if (su->fused_loss) e->loss_s += ceil(tok / chunk) * f->head_grad_acc_bytes * x->V * x->D / hw->hbm_bw;
+    if (su->fused_loss && !(x->r > 0)) e->loss_s += ceil(tok / chunk) * f->head_grad_acc_bytes * x->V * x->D / hw->hbm_bw;
     /* the optimizer over this GPU's shard (the whole model below ZeRO-1), HBM bound on the
      * GPU; on the CPU (offload): Adam's pass over the fp32 master, gradient, m and v in
      * host memory (28 bytes per parameter, and the 16-bit copy written: 2) while every GPU
      * of the node steps its own shard, over the node's host memory bandwidth, plus the
      * PCIe copies: the 16-bit gradients down and the updated 16-bit parameters back up
      * [ZO]; counted after the backward, not overlapped with it [EST] */
-    double shard = su->zero >= 1 ? x->p_total / x->N : x->p_total;
-    double opt_gpu = su->zero >= 1 ? f->optimizer_bytes * x->p_total / x->N / hw->hbm_bw
-                                   : f->optimizer_bytes * x->p_total / hw->hbm_bw;
+    /* (with LoRA the trainable parameters are the adapters) */
+    double shard = su->zero >= 1 ? x->t_total / x->N : x->t_total;
+    double opt_gpu = su->zero >= 1 ? f->optimizer_bytes * x->t_total / x->N / hw->hbm_bw
+                                   : f->optimizer_bytes * x->t_total / hw->hbm_bw;
     e->opt_host_s = e->opt_pcie_s = 0;
     if (su->opt_cpu) {
         double sharing = x->W < gpn ? x->W : gpn;
@@ -392,9 +463,9 @@ static void timing(cpb_model_estimate *e, const shape *x, const cpb_gpu_profile 
      * reduced once per step where the framework does so */
     e->step_comm_s = 0;
     if (x->N > 1 && su->zero < 3) {
-        if (su->zero >= 1) e->step_comm_s += BF16 * x->p_total * (x->N - 1) / x->N / bw + lat;
+        if (su->zero >= 1) e->step_comm_s += BF16 * x->t_total * (x->N - 1) / x->N / bw + lat;
         if (f->grad_sync_per_step)
-            e->step_comm_s += reduce * f->grad_reduce_bytes * x->p_total * (x->N - 1) / x->N / bw + lat;
+            e->step_comm_s += reduce * f->grad_reduce_bytes * x->t_total * (x->N - 1) / x->N / bw + lat;
     }
     /* HSDP: each replica's gradient shard all-reduced across the replicas (2 (R-1)/R of it
      * on the bus), over the network when the world spans nodes; per micro-batch unless the
@@ -402,7 +473,7 @@ static void timing(cpb_model_estimate *e, const shape *x, const cpb_gpu_profile 
     if (su->hsdp && su->dp > 1) {
         double R = su->dp, wbw = x->W > gpn ? hw->inter_busbw : hw->coll_busbw,
                wlat = x->W > gpn ? hw->inter_lat : hw->coll_lat;
-        double ar = 2 * f->grad_reduce_bytes * x->p_total / x->N * (R - 1) / R / wbw + wlat;
+        double ar = 2 * f->grad_reduce_bytes * x->t_total / x->N * (R - 1) / R / wbw + wlat;
         e->step_comm_s += (f->grad_sync_per_step ? 1 : K) * ar;
     }
     /* a micro-batch: every layer, the head and the loss; the step: K micro-batches, the

@@ -62,6 +62,15 @@ typedef struct cpb_model_param_count {
     double head;    /* the LM head [V, D] when untied, and its bias */
     double final_norm;
     double total;   /* layers x layer + embed + head + final_norm */
+    /* LoRA adapters of rank r (the problem's --lora-rank; all zero without): an adapter on
+     * a linear layer [in -> out] is A [in, r] and B [r, out], r (in + out) parameters, on
+     * every attention projection (q, k, v, o) and MLP matrix (PEFT's target_modules =
+     * "all-linear", the LM head excluded) */
+    int lora_rank;
+    double lora_attn;   /* one layer's adapters on q, k, v, o */
+    double lora_mlp;    /* one layer's adapters on the MLP matrices */
+    double lora_layer;  /* lora_attn + lora_mlp */
+    double lora_total;  /* layers x lora_layer: the trainable parameters under LoRA */
 } cpb_model_param_count;
 void cpb_model_params(const cpb_problem *p, const cpb_model_spec *sp, cpb_model_param_count *out);
 /* weight matrices of the MLP: 3 (gated) or 2 */
@@ -70,7 +79,11 @@ int cpb_model_mlp_matrices(const cpb_model_spec *sp);
  * under the two conventions of results/README.md: `causal` (cpbench's: each layer's
  * cpb_layer_model_flops, the MLP's GEMMs forward and twice backward, the LM head's) and
  * `megatron` (Megatron-LM's num_floating_point_operations: 6 x the matrices' parameters x
- * tokens, the LM head's included, + 6 S^2 H d per layer for the causal attention core). */
+ * tokens, the LM head's included, + 6 S^2 H d per layer for the causal attention core).
+ * With LoRA (p's lora_rank knob > 0) `causal` counts what the step computes: a frozen
+ * linear layer's backward is its dX GEMM only (once its forward, not twice), plus the
+ * adapters' GEMMs forward and twice backward; `megatron` keeps its formula (it credits the
+ * weight-gradient GEMMs a frozen base skips: results/README.md). */
 void cpb_model_flops(const cpb_problem *p, const cpb_model_spec *sp, double *causal, double *megatron);
 /* One line for the output's header: "gated MLP (gate, up, down; silu), embeddings untied,
  * no biases, RMSNorm x2 per layer" */
@@ -134,21 +147,28 @@ enum { CPB_CKPT_NONE = 0, CPB_CKPT_FULL, CPB_CKPT_SELECTIVE };
 /* The training setup as parts (model_scope_setup.c): the preset's values with the command
  * line's overrides, each with where its value came from. */
 enum { CPB_PART_ZERO = 0, CPB_PART_OPTIMIZER, CPB_PART_PARAM_OFFLOAD, CPB_PART_MASTER, CPB_PART_GRAD,
-       CPB_PART_CKPT, CPB_PART_CKPT_OFFLOAD, CPB_PART_TILED_MLP, CPB_PART_FUSED_LOSS, CPB_PART_LINEAR,
-       CPB_PART_MICRO_BATCH, CPB_PART_GRAD_ACCUM, CPB_PART_DP, CPB_PART_SHARD_GROUP, CPB_PART_COUNT };
+       CPB_PART_LORA, CPB_PART_CKPT, CPB_PART_CKPT_OFFLOAD, CPB_PART_TILED_MLP, CPB_PART_FUSED_LOSS, CPB_PART_LINEAR,
+       CPB_PART_MICRO_BATCH, CPB_PART_GRAD_ACCUM, CPB_PART_CP, CPB_PART_DP, CPB_PART_SHARD_GROUP, CPB_PART_COUNT };
 typedef struct cpb_setup {
     const cpb_framework *fw;
     int zero, opt_cpu, param_offload, master_bytes, grad_bytes, ckpt, ckpt_offload, tiled_mlp, fused_loss;
     int fp8;                 /* linear layers outside attention (MLP) in fp8 */
     int copy16_eff;          /* a 16-bit compute copy beside an fp32 master is kept */
     int micro_batch, grad_accum;
-    int dp;                  /* data-parallel replicas of the context-parallel group (--gpus GPUs each) */
+    int lora_rank;           /* 0: every parameter trainable; R: a frozen base with LoRA adapters of rank R */
+    int cp;                  /* the context-parallel degree: the attention trial's ranks (p->C) */
+    int cp_given;            /* --cp as asked (0: not given) */
+    int cp_searched;         /* plan's header: cp is searched (cp then holds the GPUs) */
+    int dp;                  /* data-parallel replicas of the context-parallel group: cp x dp GPUs in all */
     int hsdp;                /* 1: the states are sharded within a replica (HSDP); 0: over every GPU */
     int from_cli[CPB_PART_COUNT]; /* 1: given on the command line; 0: the preset's or the default */
     /* bytes per parameter of the model states, derived from the parts: replicated and
      * sharded (over the GPUs), on the device and in host memory */
     double dev_rep, dev_sh, host_rep, host_sh;
     double p16, master, grad, moments; /* the components (0 when absent) */
+    /* with LoRA the bytes above are per trainable (adapter) parameter; the frozen base holds
+     * its weights only, in the 16-bit dtype, per base parameter: */
+    double base_dev_rep, base_dev_sh, base_host_rep, base_host_sh, base_bytes;
 } cpb_setup;
 /* the setup of p (its --framework and parts); CPB_ERR_INVALID with err for an unknown preset */
 int cpb_setup_of(const cpb_problem *p, cpb_setup *out, char *err, size_t err_len);
@@ -164,13 +184,31 @@ void cpb_setup_print_assumptions(FILE *f, const cpb_setup *s, const char *prefix
 /* "the optimizer offloaded to the CPU (--optimizer cpu), ..." : the usual fixes for a model
  * that does not fit that the setup does not already have ("" when none) */
 void cpb_setup_fixes(const cpb_setup *s, char *buf, size_t len);
-/* the same for the knobs given on the command line (a sweep's or plan's header) */
-int cpb_setup_print_given(FILE *f, const cpb_knobs *given, const char *prefix);
+/* the same for the knobs given on the command line (a sweep's or plan's header) on `gpus`
+ * GPUs; cp_search: plan searches the context-parallel degree unless the layout is given */
+int cpb_setup_print_given(FILE *f, const cpb_knobs *given, int gpus, int cp_search, const char *prefix);
 int cpb_setup_fixes_given(const cpb_knobs *given, char *buf, size_t len);
 /* `cpbench list`: every preset with its parts */
 void cpb_framework_list_print(FILE *f);
 /* the parts' knobs (every model-scope point) */
 extern const cpb_knob cpb_setup_knobs[];
+/* Bytes per GPU of the model states (device and host) of `params` parameters of which
+ * `trainable` are trained (the rest a frozen base: all of them with LoRA), sharded over N GPUs */
+void cpb_setup_state_bytes(const cpb_setup *s, double params, double trainable, double N, double *dev, double *host);
+
+/* The layout (model_scope_layout.c): `gpus` GPUs in all, as --cp N context-parallel ranks
+ * times --dp R data-parallel replicas.  One source of truth: the GPUs and the CP degree;
+ * the replicas are GPUs / cp.  --dp stays accepted as another way to say cp = GPUs / R (when
+ * both are given they must agree).  Resolves the knobs given (the cp and dp knobs) for
+ * `gpus` GPUs: *cp the context-parallel degree (the attention trial's ranks, p->C), and the
+ * dp knob set to the replicas when a layout was given.  CPB_ERR_INVALID with a message
+ * naming the option when cp or dp does not divide the GPUs or they disagree. */
+int cpb_layout_resolve(cpb_knobs *given, int gpus, int *cp, char *err, size_t err_len);
+/* the GPUs of p's layout: p->C x its replicas */
+int cpb_layout_gpus(const cpb_problem *p);
+/* `cpbench plan`: the context-parallel degrees worth trying for p->C GPUs (the cp knob's
+ * candidates): the divisors of the GPUs */
+int cpb_layout_cp_candidates(const cpb_problem *p, int64_t *out, int max);
 int cpb_framework_count(void);
 const cpb_framework *cpb_framework_at(int i);
 
@@ -265,6 +303,8 @@ typedef struct cpb_model_estimate {
     double attn_layer_s;            /* forward + recomputed forward + backward */
     double mlp_layer_s, norm_layer_s, fsdp_layer_s, ckpt_layer_s, layer_s;
     double mlp_acc_s;               /* of mlp_layer_s: adding each tile's weight gradient */
+    double lora_attn_s;             /* of attn_layer_s with LoRA: the adapters' GEMMs less the frozen
+                                       projections' weight-gradient GEMMs the trial computed */
     double mlp_passes;              /* MLP forward-equivalents per layer (the setup's) */
     double loss_s;                  /* the loss's element-wise passes and copies */
     double head_s, optimizer_s, step_s;

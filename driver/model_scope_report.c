@@ -29,9 +29,19 @@ static const char *sec(double s)
 void cpb_model_estimate_print(FILE *f, const cpb_model_estimate *e)
 {
     const cpb_problem *p = &e->p;
-    fprintf(f, "%s on %s, scope model (whole model: %d layers, %.2fB parameters), S = %lld, %d simulated %s (%s)\n",
-            e->m->name, p->model, e->spec->layers, e->params / 1e9,
-            (long long)p->S, p->C, p->C == 1 ? "GPU" : "GPUs", e->gpu);
+    const int gpus = p->C * e->setup.dp;
+    fprintf(f, "%s on %s, scope model (whole model: %d layers, %.2fB parameters), S = %lld, %d simulated %s (%s)",
+            e->m->name, p->model, e->spec->layers, e->params / 1e9, (long long)p->S, gpus, gpus == 1 ? "GPU" : "GPUs",
+            e->gpu);
+    if (e->setup.dp > 1) fprintf(f, ": %d replicas of a context-parallel group of %d", e->setup.dp, p->C);
+    fprintf(f, "\n");
+    if (e->setup.lora_rank > 0) {
+        cpb_model_param_count c;
+        cpb_model_params(p, e->spec, &c);
+        fprintf(f, "LoRA rank %d: %.2fM trainable adapter parameters (%.3f%% of the model) on q, k, v, o and the %d MLP "
+                   "matrices of every layer; the base frozen\n", e->setup.lora_rank, c.lora_total / 1e6,
+                100 * c.lora_total / e->params, cpb_model_mlp_matrices(e->spec));
+    }
     char desc[256];
     cpb_model_spec_describe(e->spec, desc, sizeof desc);
     fprintf(f, "model: %s\n", desc);
@@ -73,9 +83,13 @@ void cpb_model_estimate_print(FILE *f, const cpb_model_estimate *e)
         return;
     }
     fprintf(f, "time per step (predicted, seconds):\n");
-    fprintf(f, "  per layer: attention %s s (fwd %s + recompute %s + bwd %s), MLP %s s, norms %s s\n",
-            sec(e->attn_layer_s), sec(e->attn.fwd_s), sec(e->attn.fwd_s), sec(e->attn.bwd_s), sec(e->mlp_layer_s),
-            sec(e->norm_layer_s));
+    fprintf(f, "  per layer: attention %s s (fwd %s + recompute %s + bwd %s", sec(e->attn_layer_s), sec(e->attn.fwd_s),
+            sec(e->attn.fwd_s), sec(e->attn.bwd_s));
+    if (e->setup.lora_rank > 0)
+        fprintf(f, " %s LoRA %s: adapters less the frozen projections' weight gradients, an estimate",
+                e->lora_attn_s < 0 ? "-" : "+", sec(e->lora_attn_s < 0 ? -e->lora_attn_s : e->lora_attn_s));
+    fprintf(f, "), MLP %s s%s, norms %s s\n", sec(e->mlp_layer_s),
+            e->setup.lora_rank > 0 ? " (frozen: backward dX only; adapters included)" : "", sec(e->norm_layer_s));
     fprintf(f, "             checkpoint copies %s s (%s), parameter traffic %s s (overlapped) -> %s s\n",
             sec(e->ckpt_layer_s), e->fw->ckpt_blocking ? "on the compute stream" : "overlapped", sec(e->fsdp_layer_s),
             sec(e->layer_s));
@@ -166,8 +180,10 @@ void cpb_model_estimate_row(const cpb_model_estimate *e, cpb_row *row)
                  (e->setup.micro_batch * e->attn.fwd_s + e->mlp_layer_s / e->mlp_passes); /* the forward pass's share */
     row->bwd_s = e->step_s - row->fwd_s;
     cpb_row_rates(row, e->model_flops, e->model_flops_megatron);
-    /* a step trains micro-batch x accumulation sequences of S tokens */
-    row->tokens_per_s *= (double)e->setup.micro_batch * e->setup.grad_accum;
+    /* a step trains micro-batch x accumulation sequences of S tokens on each replica: the
+     * rates per GPU are over the context-parallel group's GPUs (the row's world), the
+     * tokens/s the whole job's (every replica) */
+    row->tokens_per_s *= (double)e->setup.micro_batch * e->setup.grad_accum * e->setup.dp;
     row->tokens_per_s_per_gpu *= (double)e->setup.micro_batch * e->setup.grad_accum;
     row->comm_bytes = e->attn.comm_bytes * e->spec->layers;
     row->pcie_bytes = e->attn.pcie_bytes * e->spec->layers;

@@ -33,6 +33,10 @@ const cpb_knob cpb_setup_knobs[] = {
     PART("param_offload", "off|on", "off|on", "the sharded 16-bit parameters kept in host memory"),
     PART("master_dtype", "fp32|bf16|fp16", "fp32|bf16|fp16", "dtype of the weights the optimizer updates"),
     PART("grad_dtype", "fp32|bf16|fp16", "fp32|bf16|fp16", "dtype of the stored gradients"),
+    {.name = "lora_rank", .type = CPB_KNOB_INT, .def = "0", .arg = "R",
+     .help = "a frozen base with LoRA adapters of rank R on q, k, v, o and the MLP matrices (PEFT's \"all-linear\"); "
+             "0: every parameter trainable (default)",
+     .points = CPB_KNOB_MODEL_SCOPE_POINTS, .setup = 1},
     PART("ckpt", "none|full|selective", "none|full|selective",
          "activation checkpointing (selective: Megatron's, the attention core recomputed)"),
     PART("ckpt_offload", "off|on", "off|on", "checkpointed layer inputs offloaded to host memory"),
@@ -43,8 +47,15 @@ const cpb_knob cpb_setup_knobs[] = {
      .help = "sequences per micro-batch (default 1)", .points = CPB_KNOB_MODEL_SCOPE_POINTS, .setup = 1},
     {.name = "grad_accum", .type = CPB_KNOB_INT, .def = "0", .arg = "K",
      .help = "micro-batches per optimizer step (default 1)", .points = CPB_KNOB_MODEL_SCOPE_POINTS, .setup = 1},
+    /* the layout (model_scope_layout.c): --gpus GPUs = cp x dp.  cp is searched by plan
+     * (its candidates), so it is not a setup knob; dp is derived from it */
+    {.name = "cp", .type = CPB_KNOB_INT, .def = "0", .arg = "N",
+     .help = "context-parallel degree: the attention layer runs on N ranks, the --gpus GPUs form GPUs / N "
+             "data-parallel replicas (default: every GPU; plan searches the divisors of --gpus)",
+     .points = CPB_KNOB_MODEL_SCOPE_POINTS, .candidates = cpb_layout_cp_candidates},
     {.name = "dp", .type = CPB_KNOB_INT, .def = "0", .arg = "R",
-     .help = "data-parallel replicas of the context-parallel group of --gpus GPUs: R x C GPUs in all (default 1)",
+     .help = "data-parallel replicas: derived as --gpus / --cp; given alone it sets --cp to --gpus / R, given with "
+             "--cp it must agree (default 1)",
      .points = CPB_KNOB_MODEL_SCOPE_POINTS, .setup = 1},
     PART("shard_group", "world|replica", "world|replica",
          "the GPUs the model states are sharded over: every GPU, or each replica's (HSDP)"),
@@ -52,13 +63,13 @@ const cpb_knob cpb_setup_knobs[] = {
 
 /* the knob of each part, in part order */
 static const char *const knob_of_part[CPB_PART_COUNT] = {
-    "zero", "optimizer", "param_offload", "master_dtype", "grad_dtype", "ckpt",
-    "ckpt_offload", "tiled_mlp", "fused_loss", "linear_dtype", "micro_batch", "grad_accum", "dp", "shard_group"};
+    "zero", "optimizer", "param_offload", "master_dtype", "grad_dtype", "lora_rank", "ckpt",
+    "ckpt_offload", "tiled_mlp", "fused_loss", "linear_dtype", "micro_batch", "grad_accum", "cp", "dp", "shard_group"};
 
 static const char *const part_names[CPB_PART_COUNT] = {
-    "sharding", "optimizer", "parameters", "master weights", "gradients", "checkpointing",
+    "sharding", "optimizer", "parameters", "master weights", "gradients", "LoRA rank", "checkpointing",
     "checkpoint offload", "tiled MLP", "fused loss", "linear layers", "micro-batch", "grad accumulation",
-    "replicas", "shard group"};
+    "context parallel", "replicas", "shard group"};
 
 const char *cpb_setup_part_name(int part)
 {
@@ -105,6 +116,25 @@ static void derive_bytes(cpb_setup *s)
     ADD(s->grad, s->zero >= 2, s->opt_cpu);
     ADD(s->moments, s->zero >= 1, s->opt_cpu);
 #undef ADD
+    /* LoRA (Hu et al., arXiv 2106.09685, section 4.2: no gradients or optimizer states for
+     * the frozen weights): the parts above are those of the trainable adapters; the frozen
+     * base holds its weights only, in the 16-bit dtype (PEFT loads the base in the training
+     * dtype and never updates it, so it needs no master), sharded at stage 3 like any
+     * parameter, in host memory with parameter offload */
+    s->base_bytes = s->lora_rank > 0 ? 2 : 0;
+    s->base_dev_rep = s->base_dev_sh = s->base_host_rep = s->base_host_sh = 0;
+    if (s->lora_rank > 0) {
+        double *t = s->param_offload ? (s->zero >= 3 ? &s->base_host_sh : &s->base_host_rep)
+                                     : (s->zero >= 3 ? &s->base_dev_sh : &s->base_dev_rep);
+        *t = s->base_bytes;
+    }
+}
+
+void cpb_setup_state_bytes(const cpb_setup *s, double params, double trainable, double N, double *dev, double *host)
+{
+    double frozen = s->lora_rank > 0 ? params : 0;
+    *dev = (s->dev_sh / N + s->dev_rep) * trainable + (s->base_dev_sh / N + s->base_dev_rep) * frozen;
+    *host = (s->host_sh / N + s->host_rep) * trainable + (s->base_host_sh / N + s->base_host_rep) * frozen;
 }
 
 int cpb_setup_of(const cpb_problem *p, cpb_setup *s, char *err, size_t err_len)
@@ -146,6 +176,13 @@ int cpb_setup_of(const cpb_problem *p, cpb_setup *s, char *err, size_t err_len)
         s->micro_batch = (int)cpb_knob_int(p, "micro_batch"), s->from_cli[CPB_PART_MICRO_BATCH] = 1;
     if (cpb_knob_int(p, "grad_accum") > 0)
         s->grad_accum = (int)cpb_knob_int(p, "grad_accum"), s->from_cli[CPB_PART_GRAD_ACCUM] = 1;
+    if (cpb_knob_int(p, "lora_rank") > 0)
+        s->lora_rank = (int)cpb_knob_int(p, "lora_rank"), s->from_cli[CPB_PART_LORA] = 1;
+    /* the layout as resolved (cpb_layout_resolve): p->C the context-parallel ranks, the dp
+     * knob the replicas; --cp as asked says where cp came from */
+    s->cp = p->C;
+    s->cp_given = (int)cpb_knob_int(p, "cp");
+    s->from_cli[CPB_PART_CP] = s->cp_given > 0;
     s->dp = 1;
     if (cpb_knob_int(p, "dp") > 0) s->dp = (int)cpb_knob_int(p, "dp"), s->from_cli[CPB_PART_DP] = 1;
     if ((v = given(p, "shard_group"))) s->hsdp = strcmp(v, "replica") == 0, s->from_cli[CPB_PART_SHARD_GROUP] = 1;
@@ -206,7 +243,23 @@ void cpb_setup_part_value(const cpb_setup *s, int part, char *buf, size_t len)
     case CPB_PART_LINEAR: snprintf(buf, len, "%s", s->fp8 ? "fp8 (MLP GEMMs; attention and LM head bf16)" : "bf16"); break;
     case CPB_PART_MICRO_BATCH: snprintf(buf, len, "%d", s->micro_batch); break;
     case CPB_PART_GRAD_ACCUM: snprintf(buf, len, "%d", s->grad_accum); break;
-    case CPB_PART_DP: snprintf(buf, len, "%d (context-parallel group of --gpus GPUs each)", s->dp); break;
+    case CPB_PART_LORA:
+        if (s->lora_rank > 0)
+            snprintf(buf, len, "%d (LoRA: a frozen base, adapters of rank %d on q, k, v, o and the MLP matrices)",
+                     s->lora_rank, s->lora_rank);
+        else snprintf(buf, len, "0 (every parameter trainable)");
+        break;
+    /* a preset alone (cpbench list) has no GPUs: its layout is the default */
+    case CPB_PART_CP:
+        if (s->cp_searched) snprintf(buf, len, "searched: each divisor of the %d GPUs", s->cp);
+        else if (s->cp > 0) snprintf(buf, len, "%d (the attention layer's ranks)", s->cp);
+        else snprintf(buf, len, "every GPU");
+        break;
+    case CPB_PART_DP:
+        if (s->cp_searched) snprintf(buf, len, "GPUs / cp");
+        else if (s->cp > 0) snprintf(buf, len, "%d (%d GPUs = cp %d x %d)", s->dp, s->cp * s->dp, s->cp, s->dp);
+        else snprintf(buf, len, "GPUs / cp");
+        break;
     case CPB_PART_SHARD_GROUP:
         snprintf(buf, len, "%s", s->hsdp ? "replica (HSDP: sharded within a replica, gradients all-reduced across)"
                                          : "world (every GPU)");
@@ -217,9 +270,24 @@ void cpb_setup_part_value(const cpb_setup *s, int part, char *buf, size_t len)
 
 void cpb_setup_part_origin(const cpb_setup *s, int part, char *buf, size_t len)
 {
+    /* the layout: --cp as asked; the replicas are derived from it, or were given (--dp) and
+     * cp derived from them (cpb_layout_resolve writes the dp knob only when either was given) */
+    if (part == CPB_PART_CP) {
+        if (s->cp_searched) snprintf(buf, len, "plan's search");
+        else if (s->cp_given > 0) snprintf(buf, len, "command line");
+        else if (s->dp > 1) snprintf(buf, len, "derived: GPUs / --dp");
+        else snprintf(buf, len, "default: every GPU");
+        return;
+    }
+    if (part == CPB_PART_DP) {
+        if (s->cp_searched || s->cp_given > 0) snprintf(buf, len, "derived: GPUs / --cp");
+        else if (s->dp > 1) snprintf(buf, len, "command line");
+        else snprintf(buf, len, "default");
+        return;
+    }
     if (part >= 0 && part < CPB_PART_COUNT && s->from_cli[part]) snprintf(buf, len, "command line");
     else if (part == CPB_PART_LINEAR || part == CPB_PART_MICRO_BATCH || part == CPB_PART_GRAD_ACCUM ||
-             part == CPB_PART_DP || part == CPB_PART_SHARD_GROUP)
+             part == CPB_PART_SHARD_GROUP || part == CPB_PART_LORA)
         snprintf(buf, len, "default");
     else snprintf(buf, len, "preset %s", s->fw->name);
 }
@@ -227,7 +295,12 @@ void cpb_setup_part_origin(const cpb_setup *s, int part, char *buf, size_t len)
 void cpb_setup_bytes_text(const cpb_setup *s, char *buf, size_t len)
 {
     double total = s->dev_rep + s->dev_sh + s->host_rep + s->host_sh;
-    size_t n = (size_t)snprintf(buf, len, "%g =", total);
+    size_t n = 0;
+    if (s->lora_rank > 0)
+        n += (size_t)snprintf(buf, len, "frozen base %g = %s weights only (no gradients, no optimizer states), %s%s; "
+                              "LoRA adapters (trainable) ", s->base_bytes, dt(2), s->zero >= 3 ? "sharded" : "replicated",
+                              s->param_offload ? " in host memory" : " on the GPU");
+    n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "%g =", total);
     if (s->p16 > 0) n += (size_t)snprintf(buf + n, n < len ? len - n : 0, " %s params %g +", dt(2), s->p16);
     n += (size_t)snprintf(buf + n, n < len ? len - n : 0, " %s master %g + %s grads %g + Adam m, v %g", dt(s->master_bytes),
                           s->master, s->opt_cpu ? "fp32" : dt(s->grad_bytes), s->grad, s->moments);
@@ -246,7 +319,7 @@ void cpb_setup_print_assumptions(FILE *f, const cpb_setup *s, const char *prefix
         cpb_setup_part_origin(s, i, o, sizeof o);
         fprintf(f, "%s  %-19s %s [%s]\n", prefix, part_names[i], v, o);
     }
-    char b[256];
+    char b[512];
     cpb_setup_bytes_text(s, b, sizeof b);
     fprintf(f, "%s  %-19s %s [derived from the parts above]\n", prefix, "bytes per parameter", b);
 }
@@ -292,21 +365,25 @@ void cpb_framework_list_print(FILE *f)
             else snprintf(opt, sizeof opt, "%s", knob_of_part[k]);
             fprintf(f, " %s %s", opt, v);
         }
-        char b[256];
+        char b[512];
         cpb_setup_bytes_text(&s, b, sizeof b);
         fprintf(f, "\n  %-13s bytes per parameter %s\n", "", b);
         fprintf(f, "  %-13s source: %s\n", "", fw->source);
     }
 }
 
-int cpb_setup_print_given(FILE *f, const cpb_knobs *given, const char *prefix)
+int cpb_setup_print_given(FILE *f, const cpb_knobs *given, int gpus, int cp_search, const char *prefix)
 {
     cpb_problem p;
     memset(&p, 0, sizeof p);
     if (given) p.knobs = *given;
-    cpb_setup s;
+    /* the layout of the GPUs (a bad one is the points' error to report) */
+    p.C = gpus;
     char err[256];
+    if (gpus > 0 && cpb_layout_resolve(&p.knobs, gpus, &p.C, err, sizeof err) != CPB_OK) p.C = gpus;
+    cpb_setup s;
     if (cpb_setup_of(&p, &s, err, sizeof err) != CPB_OK) return CPB_ERR_INVALID;
+    s.cp_searched = cp_search && s.cp_given <= 0 && !(cpb_knob_int(&p, "dp") > 0);
     cpb_setup_print_assumptions(f, &s, prefix);
     return CPB_OK;
 }

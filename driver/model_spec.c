@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "knobs.h"
 #include "model_config.h"
 #include "model_scope.h"
 
@@ -50,6 +51,18 @@ void cpb_model_params(const cpb_problem *p, const cpb_model_spec *sp, cpb_model_
     c->head = (sp->tied ? 0 : V * D) + (sp->head_bias ? V : 0);
     c->final_norm = per_norm;
     c->total = sp->layers * c->layer + c->embed + c->head + c->final_norm;
+    /* LoRA adapters (Hu et al., arXiv 2106.09685, section 4.1: W0 + B A with B [out, r],
+     * A [r, in]: r (in + out) parameters per adapted matrix) on PEFT's "all-linear" target
+     * modules (peft LoraConfig.target_modules: every linear layer but the output layer; for
+     * Llama q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, the set QLoRA,
+     * arXiv 2305.14314, adapts): q [D -> H d], k and v [D -> G d], o [H d -> D]; each MLP
+     * matrix [D -> F] or [F -> D].  Biases, norms, embeddings and the LM head stay frozen. */
+    const double r = (double)cpb_knob_int(p, "lora_rank");
+    c->lora_rank = r > 0 ? (int)r : 0;
+    c->lora_attn = r > 0 ? r * ((D + H * d) + 2 * (D + G * d) + (H * d + D)) : 0;
+    c->lora_mlp = r > 0 ? r * m * (D + F) : 0;
+    c->lora_layer = c->lora_attn + c->lora_mlp;
+    c->lora_total = sp->layers * c->lora_layer;
 }
 
 void cpb_model_flops(const cpb_problem *p, const cpb_model_spec *sp, double *causal, double *megatron)
@@ -63,6 +76,17 @@ void cpb_model_flops(const cpb_problem *p, const cpb_model_spec *sp, double *cau
     double af, ab;
     cpb_layer_model_flops(p, &af, &ab);
     *causal = L * (af + ab + 3 * m * 2 * S * D * F) + 3 * 2 * S * D * V;
+    cpb_model_param_count c;
+    cpb_model_params(p, sp, &c);
+    if (c.lora_rank > 0) {
+        /* LoRA: a frozen linear layer's backward computes dX only, so each frozen matrix
+         * (projections, MLP, LM head) loses the weight-gradient GEMM, one forward's worth;
+         * each adapter [in -> r -> out] computes 2 S r (in + out) forward and twice that
+         * backward (dX and dA, dB) */
+        const double proj = 2 * S * D * (H + 2 * G) * d + 2 * S * H * d * D;
+        *causal -= L * (proj + m * 2 * S * D * F) + 2 * S * D * V;
+        *causal += 3 * 2 * S * c.lora_total;
+    }
     /* megatron: 6 x (the layers' matrices + the logit layer) x tokens, + per layer the
      * causal attention core 3 passes x 2 x (Q K^T and P V) x S/2 keys x H d per token */
     const double weights = L * (D * (H + 2 * G) * d + H * d * D + m * D * F) + D * V;

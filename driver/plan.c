@@ -261,12 +261,14 @@ static int enumerate(search *s, const cpb_method *m)
         cpb_problem p = o->base;
         p.S = o->max_context ? probe_length(&p, &combo, o->seq_start) : o->base.S;
         char why[512] = "";
-        int ok = cpb_knobs_apply(m, &combo, &p, why, sizeof why) == CPB_OK;
+        /* the whole model's layout: the candidate's cp (plan_layout.c) */
+        int lay = is_model(o) ? cpb_plan_layout(o, &o->given, &combo, &p, why, sizeof why) : CPB_PLAN_LAYOUT_USE;
+        int ok = lay == CPB_PLAN_LAYOUT_USE && cpb_knobs_apply(m, &combo, &p, why, sizeof why) == CPB_OK;
         if (ok && m->check && m->check(&p, why, sizeof why) != CPB_OK) ok = 0;
         if (ok) {
             CPB_TRY(push(s, m, &p, &combo));
             accepted++;
-        } else {
+        } else if (lay != CPB_PLAN_LAYOUT_SKIP) {
             s->pl->refused++;
             if (!first_why[0]) snprintf(first_why, sizeof first_why, "%s", why[0] ? why : "refused");
         }
@@ -393,6 +395,7 @@ int cpb_plan_search(const cpb_plan_opts *o, cpb_plan *pl, char *err, size_t err_
         snprintf(err, err_len, "plan: --gpus C is required (the number of GPUs)");
         return CPB_ERR_INVALID;
     }
+    if (is_model(o)) CPB_TRY(cpb_plan_layout_given(&oo.given, (int)C, err, err_len));
     if (o->max_context) {
         /* defaults scale with the GPUs: 16K, 2M and 32K tokens per GPU (128K to 16M in steps
          * of 256K on 8) */

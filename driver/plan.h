@@ -138,6 +138,15 @@ int cpb_plan_method_listed(const char *methods, const char *name);
 /* fraction of the usable device memory a candidate leaves free */
 double cpb_plan_headroom(const cpb_plan_cand *c);
 
+/* The layout of a candidate (plan_layout.c; the whole-model scope only): a layout given
+ * alone as --dp R fixes cp = GPUs / R in `given` (CPB_ERR_INVALID when it does not divide);
+ * cpb_plan_layout resolves a candidate's combo (its cp searched or given) into p->C and
+ * the dp knob, and says whether to try it */
+enum { CPB_PLAN_LAYOUT_USE = 0, CPB_PLAN_LAYOUT_SKIP, CPB_PLAN_LAYOUT_REFUSED };
+int cpb_plan_layout_given(cpb_knobs *given, int gpus, char *err, size_t err_len);
+int cpb_plan_layout(const cpb_plan_opts *o, const cpb_knobs *given, cpb_knobs *combo, cpb_problem *p, char *why,
+                    size_t why_len);
+
 /* Search.  CPB_OK with the plan (even when nothing fits: recommended = -1), or
  * CPB_ERR_INVALID for bad input with err set.  Release with cpb_plan_free. */
 int cpb_plan_search(const cpb_plan_opts *o, cpb_plan *out, char *err, size_t err_len);

@@ -12,6 +12,7 @@
 #include "cpb_presets.h"
 #include "input_file.h"
 #include "model_config.h"
+#include "model_scope.h"
 #include "registry.h"
 
 #define CPB_STR_(x) #x
@@ -904,7 +905,12 @@ int cpb_args_problem(const cpb_args *a, const cpb_method *m, int C, cpb_problem 
                  (long long)p->S, C, C);
         return CPB_ERR_INVALID;
     }
-    return m ? cpb_knobs_apply(m, &a->knobs, p, err, err_len) : CPB_OK;
+    if (!m) return CPB_OK;
+    /* the whole model's layout: C GPUs as --cp ranks x replicas; the point's world is the
+     * context-parallel group (model_scope_layout.c) */
+    cpb_knobs given = a->knobs;
+    CPB_TRY(cpb_layout_resolve(&given, C, &p->C, err, err_len));
+    return cpb_knobs_apply(m, &given, p, err, err_len);
 }
 
 int cpb_args_methods(const cpb_args *a, const cpb_method **out, int max, char *err, size_t err_len)

@@ -185,7 +185,7 @@ static void print_header(const ctx *x, const cpb_plan *pl, double seconds)
            gib(x->o->sim.host_mem_cap > 0 ? x->o->sim.host_mem_cap : cpb_gpu_profile_host_per_gpu(g)));
     if (x->model) {
         printf("#   framework %s: %s\n", x->fw->name, x->fw->summary);
-        cpb_setup_print_given(stdout, &x->o->given, "#   ");
+        cpb_setup_print_given(stdout, &x->o->given, x->o->base.C, !x->o->max_context, "#   ");
     }
     else printf("#   framework: none (--scope layer: one attention layer, forward and backward)\n");
     char S[32];
@@ -324,7 +324,7 @@ static void run_command(const ctx *x, const cpb_plan_cand *c, char *buf, size_t 
         else n += (size_t)snprintf(buf + n, len - n, " --model %s", x->o->base.model);
     }
     if (n < len)
-        n += (size_t)snprintf(buf + n, len - n, " --gpus %d --seq %lld --gpu %s%s%s", c->p.C, (long long)c->p.S,
+        n += (size_t)snprintf(buf + n, len - n, " --gpus %d --seq %lld --gpu %s%s%s", x->model ? cpb_layout_gpus(&c->p) : c->p.C, (long long)c->p.S,
                               x->prof->name, x->model ? " --scope model --framework " : "", x->model ? x->fw->name : "");
     if (n < len && x->a->gpus_per_node) snprintf(buf + n, len - n, " --gpus-per-node %d", x->a->gpus_per_node);
 }

@@ -260,7 +260,7 @@ static void print_banner(const sweep_run *sr, const cpb_method *const *ms, int n
     if (a->out)
         printf("# results: %s (%lld rows already there; their points are not run again)\n", a->out,
                (long long)sr->nprev);
-    if (strcmp(a->scope, "model") == 0) cpb_setup_print_given(stdout, &a->knobs, "# ");
+    if (strcmp(a->scope, "model") == 0) cpb_setup_print_given(stdout, &a->knobs, sr->r.C, 0, "# ");
     cpb_progress_header(stdout);
     fflush(stdout);
 }

@@ -1,0 +1,63 @@
+/* model_scope_layout.c — the layout of the whole-model estimate (model_scope.h): the GPUs
+ * as a context-parallel group of cp ranks (the attention layer's world, p->C) times
+ * data-parallel replicas.  One source of truth: --gpus (every GPU) and the CP degree; the
+ * replicas are GPUs / cp.  --dp stays accepted: alone it chooses cp = GPUs / R, with --cp it
+ * must agree.  The point carries cp as asked (its knob) and the replicas resolved (the dp
+ * knob), so p->C x dp is the world and the assumptions block can say where each came
+ * from. */
+#include <stdio.h>
+
+#include "knobs.h"
+#include "model_scope.h"
+
+/* "1, 2, 4, 8": the divisors of n */
+static void divisors_text(int n, char *buf, size_t len)
+{
+    size_t k = 0;
+    buf[0] = 0;
+    for (int d = 1; d <= n && k < len; d++)
+        if (n % d == 0) k += (size_t)snprintf(buf + k, len - k, "%s%d", k ? ", " : "", d);
+}
+
+int cpb_layout_resolve(cpb_knobs *given, int gpus, int *cp, char *err, size_t err_len)
+{
+    const cpb_knob_value *vc = given ? cpb_knobs_find(given, "cp") : NULL;
+    const cpb_knob_value *vd = given ? cpb_knobs_find(given, "dp") : NULL;
+    int64_t c = vc ? vc->i : 0, r = vd ? vd->i : 0;
+    char divs[256];
+    *cp = gpus;
+    if (c <= 0 && r <= 0) return CPB_OK; /* every GPU in the group, one replica */
+    divisors_text(gpus, divs, sizeof divs);
+    if (c > 0 && (c > gpus || gpus % c)) {
+        snprintf(err, err_len, "--cp %lld does not divide the %d GPUs (--gpus): the context-parallel degree is one of "
+                 "%s (the replicas are GPUs / cp)", (long long)c, gpus, divs);
+        return CPB_ERR_INVALID;
+    }
+    if (r > 0 && (r > gpus || gpus % r)) {
+        snprintf(err, err_len, "--dp %lld does not divide the %d GPUs (--gpus): the replicas are one of %s "
+                 "(or give the context-parallel degree, --cp)", (long long)r, gpus, divs);
+        return CPB_ERR_INVALID;
+    }
+    if (c > 0 && r > 0 && c * r != gpus) {
+        snprintf(err, err_len, "--cp %lld and --dp %lld disagree with --gpus %d (cp x dp must be the GPUs): give --cp "
+                 "alone (the replicas are derived: %d / %lld = %lld)", (long long)c, (long long)r, gpus, gpus,
+                 (long long)c, (long long)(gpus / c));
+        return CPB_ERR_INVALID;
+    }
+    *cp = c > 0 ? (int)c : (int)(gpus / r);
+    return cpb_knobs_set_int(given, "dp", gpus / *cp);
+}
+
+int cpb_layout_gpus(const cpb_problem *p)
+{
+    int64_t r = cpb_knob_int(p, "dp");
+    return p->C * (r > 0 ? (int)r : 1);
+}
+
+int cpb_layout_cp_candidates(const cpb_problem *p, int64_t *out, int max)
+{
+    int n = 0;
+    for (int d = 1; d <= p->C && n < max; d++)
+        if (p->C % d == 0) out[n++] = d;
+    return n;
+}
