@@ -188,6 +188,11 @@ void cpb_setup_fixes(const cpb_setup *s, char *buf, size_t len);
  * GPUs; cp_search: plan searches the context-parallel degree unless the layout is given */
 int cpb_setup_print_given(FILE *f, const cpb_knobs *given, int gpus, int cp_search, const char *prefix);
 int cpb_setup_fixes_given(const cpb_knobs *given, char *buf, size_t len);
+/* the part's knob ("zero", "lora_rank", ...); its value without the explanation ("3", "gpu",
+ * "every GPU"); the setup of preset fw alone (no GPUs: the layout its default) */
+const char *cpb_setup_part_knob(int part);
+void cpb_setup_part_short(const cpb_setup *s, int part, char *buf, size_t len);
+int cpb_setup_of_preset(const cpb_framework *fw, cpb_setup *out);
 /* `cpbench list`: every preset with its parts */
 void cpb_framework_list_print(FILE *f);
 /* the parts' knobs (every model-scope point) */

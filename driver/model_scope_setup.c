@@ -340,6 +340,27 @@ void cpb_setup_fixes(const cpb_setup *s, char *buf, size_t len)
 #undef FIX
 }
 
+const char *cpb_setup_part_knob(int part)
+{
+    return part >= 0 && part < CPB_PART_COUNT ? knob_of_part[part] : NULL;
+}
+
+void cpb_setup_part_short(const cpb_setup *s, int part, char *buf, size_t len)
+{
+    cpb_setup_part_value(s, part, buf, len);
+    char *paren = strstr(buf, " (");
+    if (paren) *paren = 0;
+}
+
+int cpb_setup_of_preset(const cpb_framework *fw, cpb_setup *out)
+{
+    cpb_problem p;
+    memset(&p, 0, sizeof p);
+    cpb_knobs_set_str(&p.knobs, "framework", fw->name);
+    char err[256];
+    return cpb_setup_of(&p, out, err, sizeof err);
+}
+
 void cpb_framework_list_print(FILE *f)
 {
     fprintf(f, "Training setups (--framework PRESET, sim --scope model; any part given on the command line overrides "
@@ -356,9 +377,7 @@ void cpb_framework_list_print(FILE *f)
         fprintf(f, "  %-13s parts:", "");
         for (int k = 0; k < CPB_PART_COUNT; k++) {
             char v[128];
-            cpb_setup_part_value(&s, k, v, sizeof v);
-            char *paren = strstr(v, " (");
-            if (paren) *paren = 0;
+            cpb_setup_part_short(&s, k, v, sizeof v);
             char opt[64];
             const cpb_knob *kn = cpb_knob_of(NULL, knob_of_part[k]);
             if (kn) cpb_knob_option(kn, opt, sizeof opt);

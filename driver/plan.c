@@ -172,9 +172,13 @@ static void describe(const cpb_method *m, const cpb_problem *p, const cpb_plan_o
     size_t n = 0;
     buf[0] = 0;
     const char *scope = is_model(o) ? "model" : "layer";
+    /* numbers first, then choices: the order of the results file's knob columns, so that a
+     * label made from a row (paper/make_figures.py plan_label) reads the same */
+    for (int pass = 0; pass < 2; pass++)
     for (int i = 0; i < cpb_knob_count(); i++) {
         const cpb_knob *k = cpb_knob_of(m, cpb_knob_at(i)->name);
         if (!k || k->setup || !cpb_knob_belongs(k, &cpb_backend_sim, scope)) continue;
+        if ((k->type == CPB_KNOB_CHOICE) != pass) continue;
         const cpb_knob_value *v = cpb_knobs_find(&p->knobs, k->name);
         if (!v) continue;
         char val[48];

@@ -216,6 +216,27 @@ static json_t *frameworks_json(void)
         put(o, "summary", str_or_null(f ? f->summary : NULL));
         put(o, "source", str_or_null(f ? f->source : NULL));
         put(o, "default", json_boolean(f && f == cpb_framework_find(NULL)));
+        /* its parts, by knob (the values `cpbench list` prints), and the bytes per parameter
+         * of the model states derived from them */
+        cpb_setup s;
+        if (f && cpb_setup_of_preset(f, &s) == CPB_OK) {
+            json_t *parts = json_object();
+            for (int p = 0; p < CPB_PART_COUNT; p++) {
+                char v[128];
+                cpb_setup_part_short(&s, p, v, sizeof v);
+                put(parts, cpb_setup_part_knob(p), json_string(v));
+            }
+            put(o, "parts", parts);
+            json_t *b = json_object();
+            put(b, "device_replicated", json_real(s.dev_rep));
+            put(b, "device_sharded", json_real(s.dev_sh));
+            put(b, "host_replicated", json_real(s.host_rep));
+            put(b, "host_sharded", json_real(s.host_sh));
+            put(o, "bytes_per_parameter", b);
+        } else {
+            put(o, "parts", json_null());
+            put(o, "bytes_per_parameter", json_null());
+        }
         add(a, o);
     }
     json_decref(names);

@@ -236,7 +236,8 @@ LAST_FIXED_COLUMN = "dw_norm"
 SETUP_KNOBS = ("framework", "host_ram_bytes",
                # the training setup's parts (driver/model_scope_setup.c)
                "zero", "optimizer", "param_offload", "master_dtype", "grad_dtype", "ckpt", "ckpt_offload",
-               "tiled_mlp", "fused_loss", "linear_dtype", "micro_batch", "grad_accum", "dp", "shard_group")
+               "tiled_mlp", "fused_loss", "linear_dtype", "micro_batch", "grad_accum", "dp", "shard_group",
+               "lora_rank")
 
 
 # what read_runs adds to a row: the file it came from, the command line of its session
