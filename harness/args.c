@@ -905,11 +905,13 @@ int cpb_args_problem(const cpb_args *a, const cpb_method *m, int C, cpb_problem 
                  (long long)p->S, C, C);
         return CPB_ERR_INVALID;
     }
-    if (!m) return CPB_OK;
-    /* the whole model's layout: C GPUs as --cp ranks x replicas; the point's world is the
-     * context-parallel group (model_scope_layout.c) */
+    /* the whole model's layout: C GPUs as --cp ranks x replicas (checked here, before any
+     * point runs); a point's world is the context-parallel group (model_scope_layout.c) */
     cpb_knobs given = a->knobs;
-    CPB_TRY(cpb_layout_resolve(&given, C, &p->C, err, err_len));
+    int cp;
+    CPB_TRY(cpb_layout_resolve(&given, C, &cp, err, err_len));
+    if (!m) return CPB_OK;
+    p->C = cp;
     return cpb_knobs_apply(m, &given, p, err, err_len);
 }
 
