@@ -3,6 +3,8 @@
  * the refusals that name the option, the row of a layout with replicas, and which layouts
  * plan tries. */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpb_method.h"
@@ -149,4 +151,39 @@ Test(sim_layout, replicas_run_the_trial_on_cp_ranks_and_count_every_gpu)
     cpb_setup_part_origin(&e->setup, CPB_PART_DP, o, sizeof o);
     cr_expect_str_eq(o, "derived: GPUs / --cp");
     cpb_model_estimate_free(e);
+}
+
+/* the header of a sweep (the layout given) and of a plan (cp searched unless given) */
+static char *given_block(const cpb_knobs *k, int gpus, int search)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cr_assert_eq(cpb_setup_print_given(f, k, gpus, search, "# "), CPB_OK);
+    fclose(f);
+    return buf;
+}
+
+Test(sim_layout, the_assumptions_block_says_where_the_layout_came_from)
+{
+    cpb_knobs k = layout(4, 0);
+    cpb_knobs_set_int(&k, "lora_rank", 16);
+    char *b = given_block(&k, 8, 0);
+    cr_expect(strstr(b, "context parallel    4 (the attention layer's ranks) [command line]") != NULL, "%s", b);
+    cr_expect(strstr(b, "replicas            2 (8 GPUs = cp 4 x 2) [derived: GPUs / --cp]") != NULL, "%s", b);
+    cr_expect(strstr(b, "LoRA rank           16 (LoRA") != NULL, "%s", b);
+    free(b);
+    k = layout(0, 0);
+    b = given_block(&k, 8, 0);
+    cr_expect(strstr(b, "context parallel    8 (the attention layer's ranks) [default: every GPU]") != NULL, "%s", b);
+    free(b);
+    b = given_block(&k, 6, 1);
+    cr_expect(strstr(b, "context parallel    searched: each divisor of the 6 GPUs [plan's search]") != NULL, "%s", b);
+    free(b);
+    /* a plan with the layout given does not search it */
+    k = layout(0, 3);
+    b = given_block(&k, 6, 1);
+    cr_expect(strstr(b, "context parallel    2 (the attention layer's ranks) [derived: GPUs / --dp]") != NULL, "%s", b);
+    cr_expect(strstr(b, "replicas            3 (6 GPUs = cp 2 x 3) [command line]") != NULL, "%s", b);
+    free(b);
 }
