@@ -124,8 +124,11 @@ static void derive_bytes(cpb_setup *s)
     s->base_bytes = s->lora_rank > 0 ? 2 : 0;
     s->base_dev_rep = s->base_dev_sh = s->base_host_rep = s->base_host_sh = 0;
     if (s->lora_rank > 0) {
-        double *t = s->param_offload ? (s->zero >= 3 ? &s->base_host_sh : &s->base_host_rep)
-                                     : (s->zero >= 3 ? &s->base_dev_sh : &s->base_dev_rep);
+        /* on the host where the parameters are: parameter offload, or FSDP2's CPU offload
+         * (the optimizer on the CPU without a 16-bit copy: the stored parameters go with it) */
+        const int host = s->param_offload || (s->opt_cpu && !sep);
+        double *t = host ? (s->zero >= 3 ? &s->base_host_sh : &s->base_host_rep)
+                         : (s->zero >= 3 ? &s->base_dev_sh : &s->base_dev_rep);
         *t = s->base_bytes;
     }
 }
@@ -299,7 +302,7 @@ void cpb_setup_bytes_text(const cpb_setup *s, char *buf, size_t len)
     if (s->lora_rank > 0)
         n += (size_t)snprintf(buf, len, "frozen base %g = %s weights only (no gradients, no optimizer states), %s%s; "
                               "LoRA adapters (trainable) ", s->base_bytes, dt(2), s->zero >= 3 ? "sharded" : "replicated",
-                              s->param_offload ? " in host memory" : " on the GPU");
+                              s->base_host_sh + s->base_host_rep > 0 ? " in host memory" : " on the GPU");
     n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "%g =", total);
     if (s->p16 > 0) n += (size_t)snprintf(buf + n, n < len ? len - n : 0, " %s params %g +", dt(2), s->p16);
     n += (size_t)snprintf(buf + n, n < len ? len - n : 0, " %s master %g + %s grads %g + Adam m, v %g", dt(s->master_bytes),
