@@ -36,7 +36,7 @@ const cpb_knob cpb_setup_knobs[] = {
     {.name = "lora_rank", .type = CPB_KNOB_INT, .def = "0", .arg = "R",
      .help = "a frozen base with LoRA adapters of rank R on q, k, v, o and the MLP matrices (PEFT's \"all-linear\"); "
              "0: every parameter trainable (default)",
-     .points = CPB_KNOB_MODEL_SCOPE_POINTS, .setup = 1},
+     .points = CPB_KNOB_MODEL_SCOPE_POINTS, .setup = 1, .check = check_parts},
     PART("ckpt", "none|full|selective", "none|full|selective",
          "activation checkpointing (selective: Megatron's, the attention core recomputed)"),
     PART("ckpt_offload", "off|on", "off|on", "checkpointed layer inputs offloaded to host memory"),
@@ -204,6 +204,17 @@ static int check_parts(const cpb_problem *p, char *why, size_t why_len)
     if (s.ckpt_offload && s.ckpt != CPB_CKPT_FULL) {
         snprintf(why, why_len, "--ckpt-offload on offloads the checkpointed layer inputs: it needs --ckpt full "
                  "(the setup has --ckpt %s)", s.ckpt == CPB_CKPT_NONE ? "none" : "selective");
+        return CPB_ERR_REFUSED;
+    }
+    /* a rank above an adapted matrix's smaller side adds parameters but no rank (B A has
+     * rank at most min(in, out)); the smallest sides are k and v's G d, q's H d, D */
+    int64_t side = p->D;
+    if ((int64_t)p->G * p->d < side) side = (int64_t)p->G * p->d;
+    if ((int64_t)p->H * p->d < side) side = (int64_t)p->H * p->d;
+    if (s.lora_rank > 0 && side > 0 && s.lora_rank > side) {
+        snprintf(why, why_len, "--lora-rank %d is above the smallest side of an adapted matrix (%lld, of D = %lld, "
+                 "H x d = %d x %d and G x d = %d x %d): an adapter's rank is at most min(in, out); give at most %lld",
+                 s.lora_rank, (long long)side, (long long)p->D, p->H, p->d, p->G, p->d, (long long)side);
         return CPB_ERR_REFUSED;
     }
     if (s.param_offload && s.zero < 3) {

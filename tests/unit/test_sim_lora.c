@@ -166,3 +166,21 @@ Test(sim_lora, the_assumptions_block_says_lora)
     free(buf);
     cpb_model_estimate_free(e);
 }
+
+Test(sim_lora, a_rank_above_the_smallest_side_is_refused)
+{
+    cpb_problem p;
+    memset(&p, 0, sizeof p);
+    cr_assert_eq(cpb_preset_find("llama3-8b", &p), CPB_OK);
+    p.C = 8;
+    p.S = 1 << 16;
+    p.dtype = CPB_BF16;
+    cpb_knobs given;
+    memset(&given, 0, sizeof given);
+    cpb_knobs_set_int(&given, "lora_rank", 1025); /* k, v: 8 x 128 = 1024 */
+    char err[512] = "";
+    cr_expect_eq(cpb_knobs_apply(ulysses(), &given, &p, err, sizeof err), CPB_ERR_REFUSED);
+    cr_expect(strstr(err, "--lora-rank 1025") && strstr(err, "at most 1024"), "%s", err);
+    cpb_knobs_set_int(&given, "lora_rank", 1024);
+    cr_expect_eq(cpb_knobs_apply(ulysses(), &given, &p, err, sizeof err), CPB_OK, "%s", err);
+}
