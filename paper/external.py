@@ -136,6 +136,17 @@ def check_row(r, where, seen):
 
 
 # ------------------------------------------------------------------ running a row
+def apply_stand_ins(r, stand_ins):
+    """the command with the stand-ins' text replaced (a study aid); '' when none applied"""
+    cmd = r["command"]
+    for a, b in stand_ins:
+        cmd = cmd.replace(a, b)
+    if cmd == r["command"]:
+        return ""
+    r["argv"] = shlex.split(cmd)
+    return cmd
+
+
 def read_runs(h5path):
     import h5py  # imported here so that bad input is reported without it
     with h5py.File(h5path, "r") as f:
@@ -208,6 +219,10 @@ def run_row(r, cpbench, tmp):
 
 # ------------------------------------------------------------------ verdicts and summary
 def verdict(r):
+    return ("[stand-in] " if r.get("stand_in") else "") + verdict_of(r)
+
+
+def verdict_of(r):
     tol = QUANTITIES[r["quantity"]][1]
     if r["pred"] is None:
         if r["state"] == "not expressible":
@@ -356,7 +371,8 @@ def report(rows, history, out, csv_path):
         for l in labels:
             h = hist.get((l, r["id"]))
             c.append("-" if not h else (h["ratio"] or h["state"]))
-        c += [r["note"], "`%s`" % r["command"]]
+        note = r["note"] + (" (ran the stand-in `%s`)" % r["stand_in"] if r.get("stand_in") else "")
+        c += [note, "`%s`" % r["command"]]
         L.append("| " + " | ".join(cell(x) for x in c) + " |")
     L.append("\n## Ratios per quantity\n")
     L.append("| quantity | rows predicted | within tolerance | median ratio | IQR | min | max |")
@@ -408,11 +424,21 @@ def main(argv=None):
     ap.add_argument("--rows", default="", help="comma-separated ids: run only these rows")
     ap.add_argument("--history", default="", help="a history CSV: its labelled ratios are shown beside today's")
     ap.add_argument("--record", default="", help="append this run to --history under this label")
+    ap.add_argument("--stand-in", action="append", default=[], metavar="'FROM=>TO'",
+                    help="a study aid: replace text FROM by TO in every command (e.g. '--attn fa2=>--attn cudnn' "
+                         "before fa2 exists); every row it changes is marked [stand-in]; make reproduce never uses it")
     a = ap.parse_args(argv)
     try:
         if a.record and not a.history:
             raise BadInput("--record needs --history FILE (where the run is appended)")
         rows = read_table(a.csv)
+        stand_ins = []
+        for si in a.stand_in:
+            if "=>" not in si:
+                raise BadInput("--stand-in '%s': expected FROM=>TO" % si)
+            stand_ins.append(tuple(si.split("=>", 1)))
+        for r in rows:
+            r["stand_in"] = apply_stand_ins(r, stand_ins)
         if a.rows:
             want = [x for x in a.rows.split(",") if x]
             known = {r["id"] for r in rows}
