@@ -42,7 +42,8 @@ ROOT = os.path.dirname(HERE)
 
 COLUMNS = ["id", "source", "locator", "model", "gpu", "gpus", "cp", "setup", "quantity",
            "flop_convention", "published", "unit", "reading", "command"]
-OPTIONAL = ["gap"]  # the mechanism a row that stays off is missing (docs/external.md)
+OPTIONAL = ["bound", "gap"]  # bound: "lower" when the source ran the value without seeking its limit;
+# gap: the mechanism a row that stays off is missing (docs/external.md)
 # quantity -> (units it may be published in, tolerance, what the prediction is read from)
 QUANTITIES = {
     "max_context": ({"tokens"}, 0.15),
@@ -116,6 +117,10 @@ def check_row(r, where, seen):
     if not v > 0 or v != v or v == float("inf"):
         raise BadInput("%s: published %s is not a positive number" % (where, r["published"]))
     r["published_v"] = v
+    r.setdefault("bound", "")
+    r.setdefault("gap", "")
+    if r["bound"] not in ("", "lower"):
+        raise BadInput("%s: bound '%s' is not empty or 'lower'" % (where, r["bound"]))
     if q in ("tflops", "mfu") and r["flop_convention"] not in CONVENTIONS:
         raise BadInput("%s: a %s row needs flop_convention causal or megatron, not '%s'" %
                        (where, q, r["flop_convention"]))
@@ -231,6 +236,10 @@ def verdict_of(r):
             return "error: " + r["note"]
         return "off, predicted %s: %s" % (r["state"], gap_or_unknown(r))
     ratio = r["ratio"]
+    if r["bound"] == "lower" and ratio >= 1 - tol and r["quantity"] == "max_context":
+        # the source ran this length without looking for its limit: a longer predicted
+        # limit agrees with it, and says nothing more
+        return "agrees (published is a lower bound; predicted x%.2f)" % ratio
     if abs(ratio - 1) <= tol:
         v = "within +-%d%%" % round(tol * 100)
         return v + (" (a lower bound)" if r["state"] == "lower bound" else "")
@@ -238,6 +247,14 @@ def verdict_of(r):
     if r["state"] == "lower bound" and ratio < 1:
         return "off, predicted at least x%.2f (raise --seq-stop)" % ratio
     return "%s, missing mechanism: %s" % (word, gap_or_unknown(r))
+
+
+def agrees(r):
+    """within tolerance, or at or above a published lower bound"""
+    tol = QUANTITIES[r["quantity"]][1]
+    if r["bound"] == "lower" and r["quantity"] == "max_context":
+        return r["ratio"] >= 1 - tol
+    return abs(r["ratio"] - 1) <= tol
 
 
 def gap_or_unknown(r):
@@ -359,14 +376,14 @@ def report(rows, history, out, csv_path):
              "throughput, TFLOP/s and MFU +-25%%. docs/external.md describes the method.\n" %
              (os.path.relpath(csv_path, ROOT), git_commit()))
     L.append("## Every measurement\n")
-    head = ["id", "source", "quantity", "published", "unit", "predicted", "ratio", "verdict"]
+    head = ["id", "source", "quantity", "published", "bound", "unit", "predicted", "ratio", "verdict"]
     head += ["ratio at '%s' (%s)" % (l, commits[l]) for l in labels]
     head += ["note", "command"]
     L.append("| " + " | ".join(head) + " |")
     L.append("|" + "---|" * len(head))
     for r in rows:
         q = r["quantity"]
-        c = [r["id"], r["source"], q, fmt(r["published_v"], q), r["unit"], fmt(r["pred"], q),
+        c = [r["id"], r["source"], q, fmt(r["published_v"], q), r["bound"] or "value", r["unit"], fmt(r["pred"], q),
              "-" if r.get("ratio") is None else "%.2f" % r["ratio"], verdict(r)]
         for l in labels:
             h = hist.get((l, r["id"]))
@@ -375,7 +392,7 @@ def report(rows, history, out, csv_path):
         c += [note, "`%s`" % r["command"]]
         L.append("| " + " | ".join(cell(x) for x in c) + " |")
     L.append("\n## Ratios per quantity\n")
-    L.append("| quantity | rows predicted | within tolerance | median ratio | IQR | min | max |")
+    L.append("| quantity | rows predicted | within tolerance (or at/above a lower bound) | median ratio | IQR | min | max |")
     L.append("|---|---|---|---|---|---|---|")
     for q, (_, tol) in QUANTITIES.items():
         rs = [r["ratio"] for r in rows if r["quantity"] == q and r.get("ratio") is not None]
@@ -384,14 +401,14 @@ def report(rows, history, out, csv_path):
             n = sum(1 for r in rows if r["quantity"] == q)
             L.append("| %s | 0 of %d | - | - | - | - | - |" % (q, n))
             continue
-        within = sum(1 for x in rs if abs(x - 1) <= tol)
+        within = sum(1 for r in rows if r["quantity"] == q and r.get("ratio") is not None and agrees(r))
         L.append("| %s | %d of %d | %d (+-%d%%) | %.2f | %.2f-%.2f | %.2f | %.2f |" %
                  (q, sp["n"], sum(1 for r in rows if r["quantity"] == q), within, round(tol * 100),
                   sp["median"], sp["q1"], sp["q3"], sp["min"], sp["max"]))
     for name, qs in (("memory and context", ("max_context", "peak_memory")),
                      ("throughput, TFLOP/s, MFU", ("throughput", "tflops", "mfu"))):
         rs = [r for r in rows if r["quantity"] in qs and r.get("ratio") is not None]
-        within = sum(1 for r in rs if abs(r["ratio"] - 1) <= QUANTITIES[r["quantity"]][1])
+        within = sum(1 for r in rs if agrees(r))
         sp = spread([r["ratio"] for r in rs])
         L.append("\n%s: %d of %d predicted rows within tolerance%s." %
                  (name, within, len(rs), "; median ratio %.2f" % sp["median"] if sp else ""))
@@ -455,7 +472,6 @@ def main(argv=None):
         os.makedirs(outdir, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="cpb-external-") as tmp:
             for r in rows:
-                r["gap"] = r.get("gap", "")
                 run_row(r, os.path.abspath(a.cpbench), tmp)
                 r["ratio"] = None if r["pred"] is None else r["pred"] / r["published_v"]
                 print("%-28s %-12s published %-10s predicted %-10s %s" %
