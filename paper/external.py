@@ -283,6 +283,10 @@ def fmt(v, q):
 
 # ------------------------------------------------------------------ history
 def git_commit():
+    # a binary built from another commit than the tree's (a baseline rebuilt to record its
+    # ratios) names it in CPB_EXTERNAL_COMMIT
+    if os.environ.get("CPB_EXTERNAL_COMMIT"):
+        return os.environ["CPB_EXTERNAL_COMMIT"]
     try:
         c = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True, timeout=10)
         d = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, timeout=10)
