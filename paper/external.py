@@ -418,6 +418,8 @@ def report(rows, history, out, csv_path):
                  (name, within, len(rs), "; median ratio %.2f" % sp["median"] if sp else ""))
     if drew:
         L.append("\n![predicted vs published](%s)\n" % os.path.basename(png))
+    else:
+        L.append("\nNo figure: no row could be predicted with this build (every row is listed below).")
     L.append("\n## Not expressible here (never dropped)\n")
     ne = [r for r in rows if r["state"] == "not expressible"]
     if not ne:
