@@ -526,7 +526,9 @@ int cpb_model_estimate_new(const cpb_problem *p, const cpb_method *m, const cpb_
     /* the device's memory: the fixed per-GPU memory is a bucket of the peak (cpb_fixed_mem),
      * not a reserve subtracted here */
     e->capacity = o->mem_cap > 0 ? o->mem_cap : prof.mem_bytes;
-    e->host_capacity = o->host_mem_cap > 0 ? o->host_mem_cap : cpb_gpu_profile_host_per_gpu(&prof);
+    /* the node's host memory over the job's processes on it (model_scope_host_share.c) */
+    e->host_capacity = o->host_mem_cap > 0 ? o->host_mem_cap
+                                           : cpb_host_per_used_gpu(&prof, (int64_t)p->C * (setup.dp > 0 ? setup.dp : 1));
     /* trace the attention layer without a capacity, so its full peak is known even when
      * the model does not fit; the capacity is checked on the model's total below */
     cpb_sim_opts so = *o;
@@ -565,7 +567,7 @@ int cpb_model_estimate_new(const cpb_problem *p, const cpb_method *m, const cpb_
         if (e->host_states > 0)
             snprintf(states, sizeof states, " and the offloaded model states (%.2f GiB)", e->host_states / 1073741824.0);
         snprintf(e->reason, sizeof e->reason, "host memory: needs %.2f GiB per GPU for offloaded checkpoints%s%s, "
-                 "%.2f GiB available (node host memory / GPUs per node; --host-ram)%s", e->host_bytes / 1073741824.0,
+                 "%.2f GiB available (node host memory / the job's GPUs on the node; --host-ram)%s", e->host_bytes / 1073741824.0,
                  e->attn.host_peak_bytes ? " and the method's host buffers" : "", states, e->host_capacity / 1073741824.0,
                  e->ckpt_pageable ? "" : "; pinned checkpoint copies are rounded up to powers of two by PyTorch's "
                                          "caching host allocator");

@@ -281,6 +281,9 @@ struct cpb_gpu_profile;
  * replicas), the attention trace holding `streams` streams. */
 void cpb_fixed_mem_of(const struct cpb_gpu_profile *prof, const cpb_problem *p, const char *method, int W, int N,
                       int dp, int streams, cpb_fixed_mem *out);
+/* host memory one GPU's process may use: the node's over the job's processes on it,
+ * min(gpus, GPUs per node) (model_scope_host_share.c) */
+int64_t cpb_host_per_used_gpu(const struct cpb_gpu_profile *prof, int64_t gpus);
 /* "CUDA context 0.27 GiB (measured, lazy loading), NCCL buffers ..." : one line of text */
 void cpb_fixed_mem_describe(const cpb_fixed_mem *f, char *buf, size_t len);
 cpb_model_buckets cpb_model_mem_buckets(const cpb_model_mem *m);

@@ -156,9 +156,13 @@ static const cpb_framework frameworks[] = {
         .grad_reduce_bytes = 2, .grad_compute_bytes = 2,
         /* [DSC] the ZeRO-3 defaults: a 5e7-parameter prefetch bucket, 5e8-element gradient bucket */
         .prefetch_layers = 0, .prefetch_params = 5e7, .rs_layers = 0, .rs_params = 5e8,
-        /* [ALST] every layer's checkpointed input offloaded to the CPU; [EST] as DeepSpeed's
-         * checkpoint_in_cpu a copy on the compute stream; pinned at every length [EST] */
-        .ckpt_device_layers = 0, .ckpt_blocking = 1, .pin_max_tokens = INT64_MAX,
+        /* [ALST] every layer's checkpointed input offloaded to the CPU: ArcticTraining's
+         * CheckpointFunctionWithCPUOffload (arctic_training/monkey_patches.py, installed by
+         * activation_checkpoint_cpu_offload) copies the layer's first input with
+         * arg.detach().to("cpu") in the forward and .to(device) in the backward: synchronous
+         * copies on the compute stream into pageable memory (malloc'd at its size, no
+         * caching host allocator rounding) */
+        .ckpt_device_layers = 0, .ckpt_blocking = 1, .pin_max_tokens = 0,
         /* [ALST] TiledMLP: tiles of about D tokens (ceil(s / D) shards), the tile's forward
          * recomputed in its backward: as [TT], whose TiledMLP is ALST's */
         .mlp_tile = CPB_MLP_TILE_HIDDEN, .mlp_passes = 5.0, .mlp_tile_buffers = 6, .mlp_fp32_grads = 0,

@@ -4,7 +4,8 @@
 #   every method; llama3-8b on 8 GPUs; qwen3-32b on 8 GPUs and as the paper ran it, 16 GPUs
 #   (Ulysses 8 x ring 2); 128K to 8M tokens including 3M and 5M; then the longest context
 #   per method, bisected; FPDT also in the paper's Megatron-DeepSpeed setup; METP's claims
-#   on llama2-7b (MHA) and 8 x A100; then the figures, tables and paper/out/claims.md.
+#   on llama2-7b (MHA) and 8 x A100; then the figures, tables and paper/out/claims.md, and
+#   paper/out/external.md (published numbers of other sources against their cpbench commands).
 #
 # Where the numbers come from (each row of the results says so in its `backend` column):
 #   - always: a CPU verification of every method (mpirun -np 4, real math against the fp64
@@ -236,6 +237,14 @@ log "   the seed papers' claims against our numbers -> $FIGS/claims.md"
   || note_fail "claims (results/logs/claims.log)"
 grep -E "^(claim|target): " "$LOGS/claims.log" || true
 tail -n 1 "$LOGS/claims.log"
+# predictions against published measurements from sources other than the seed papers, each
+# row's own cpbench command on the simulator (paper/external.csv, docs/external.md); the
+# ratios recorded before and after each modelled mechanism come from paper/external_history.csv
+log "   cpbench against published measurements it was not tuned on -> $FIGS/external.md"
+MPLBACKEND=Agg "$PY" "$ROOT/paper/external.py" --cpbench "$CPB" --out "$FIGS/external.md" \
+  --history "$ROOT/paper/external_history.csv" > "$LOGS/external.log" 2>&1 \
+  || note_fail "external report (results/logs/external.log)"
+tail -n 1 "$LOGS/external.log"
 log "   every row as a CSV for pandas -> $FIGS/results.csv"
 "$PY" "$ROOT/paper/export_csv.py" "${FILES[@]}" --out "$FIGS/results.csv" > "$LOGS/export.log" 2>&1 \
   || note_fail "CSV export (results/logs/export.log)"
