@@ -37,6 +37,7 @@ int usp_shape_of(cpb_ctx *ctx, const cpb_layer *L, usp_shape *sh)
     sh->ring.d = sh->d;
     sh->ring.dtype = p->dtype;
     sh->ring.kv_scratch = 0;
+    sh->ring.layout = CPB_BLK_ZIGZAG; /* the grid's layout (common/grid.h) puts ring order in zigzag */
     return CPB_OK;
 }
 
