@@ -104,6 +104,45 @@ static int next_group(cpb_ctx *ctx, const ag_cfg *cfg, const ag_geom *G, cpb_buf
     return CPB_OK;
 }
 
+/* ---------------------------------------------------------------- TE: sequence order */
+
+/* Between slot order [R][2][rows][hs][d] (slot j: chunks j and 2R-1-j) and sequence order
+ * [2][2Rc][hs][d] (K rows, then V rows): the first chunks of every slot in one strided copy
+ * per half (they are in increasing order), the second chunks (decreasing) one copy each. */
+static int reorder(cpb_ctx *ctx, const ag_geom *G, cpb_buf *slots, cpb_buf *seq, int to_seq)
+{
+    int64_t hsd = (int64_t)G->hs * G->d, c = G->c, S = 2 * (int64_t)G->R * c;
+    for (int h = 0; h < 2; h++) {
+        cpb_view a = cpb_heads(slots, h * G->rows * hsd, c, G->R, hsd, hsd, G->nsl);
+        cpb_view b = cpb_heads(seq, h * S * hsd, c, G->R, hsd, hsd, c * hsd);
+        CPB_TRY(cpb_copy(ctx, CPB_STREAM_COMPUTE, to_seq ? b : a, to_seq ? a : b));
+        for (int j = 0; j < G->R; j++) {
+            cpb_view x = cpb_mat(slots, j * G->nsl + h * G->rows * hsd + c * hsd, c, hsd, hsd);
+            cpb_view y = cpb_mat(seq, h * S * hsd + (2 * (int64_t)G->R - 1 - j) * c * hsd, c, hsd, hsd);
+            CPB_TRY(cpb_copy(ctx, CPB_STREAM_COMPUTE, to_seq ? y : x, to_seq ? x : y));
+        }
+    }
+    return CPB_OK;
+}
+
+/* K or V (half) of a sequence-order buffer, its first n rows */
+static cpb_view seq_half(const ag_geom *G, cpb_buf *seq, int half, int64_t n)
+{
+    int64_t hsd = (int64_t)G->hs * G->d, S = 2 * (int64_t)G->R * G->c;
+    return cpb_heads(seq, half * S * hsd, n, G->hs, G->d, hsd, G->d);
+}
+
+/* local chunk a's global chunk and the one call it makes (rows of q, prefix of K,V) */
+static void te_call(const ag_geom *G, int a, cpb_blk *b)
+{
+    int64_t ch = a ? 2 * (int64_t)G->R - 1 - G->rr : G->rr;
+    b->q_row = a * G->c;
+    b->k_row = 0;
+    b->rows = (ch + 1) * G->c; /* keys: the whole prefix; queries: c */
+    b->q_pos0 = ch * G->c;
+    b->k_pos0 = 0;
+}
+
 /* ---------------------------------------------------------------- forward */
 
 typedef struct fwd_views {
@@ -137,6 +176,26 @@ static int fwd_group(cpb_ctx *ctx, const ag_geom *G, cpb_buf *gk, const fwd_view
     return CPB_OK;
 }
 
+/* TE: each local chunk's one call, straight into o and lse */
+static int fwd_group_te(cpb_ctx *ctx, const ag_geom *G, cpb_buf *seq, cpb_view q, cpb_view o, cpb_view lse)
+{
+    for (int ai = 0; ai < 2; ai++) {
+        cpb_blk b;
+        te_call(G, ai, &b);
+        cpb_attn_args a = {0};
+        a.q = cpb_view_rows(q, b.q_row, G->c);
+        a.k = seq_half(G, seq, 0, b.rows);
+        a.v = seq_half(G, seq, 1, b.rows);
+        a.o = cpb_view_rows(o, b.q_row, G->c);
+        a.lse = cpb_view_rows(lse, b.q_row, G->c);
+        a.causal = 1; /* bottom-right: the chunk's last query sees the whole prefix */
+        a.q_pos0 = b.q_pos0;
+        a.k_pos0 = b.k_pos0;
+        CPB_TRY(cpb_attn_fwd(ctx, CPB_STREAM_COMPUTE, &a));
+    }
+    return CPB_OK;
+}
+
 int ag_attn_fwd(cpb_ctx *ctx, const ag_cfg *cfg, cpb_view q, cpb_buf *kv, cpb_view o, cpb_view lse)
 {
     ag_geom G;
@@ -144,6 +203,22 @@ int ag_attn_fwd(cpb_ctx *ctx, const ag_cfg *cfg, cpb_view q, cpb_buf *kv, cpb_vi
     ag_bufs B;
     cpb_buf *acc = NULL, *part = NULL, *lpart = NULL;
     CPB_TRY(bufs_open(ctx, cfg, &G, &B));
+    if (cfg->te) {
+        cpb_buf *seq = NULL;
+        CPB_TRY(cpb_alloc(ctx, &seq, G.R * G.nsl, cfg->r.dtype, CPB_TAG_GATHER, "ag_kv_seq"));
+        cpb_event arrived[2] = {{-1}, {-1}};
+        for (int j = 0; j < G.ng; j++) {
+            CPB_RANGE(ctx, next_group(ctx, cfg, &G, kv, &B, j, arrived), "gather%d", j);
+            CPB_TRY(reorder(ctx, &G, B.kv[j % 2], seq, 1));
+            int64_t h0 = (int64_t)j * G.hsq;
+            CPB_RANGE(ctx,
+                      fwd_group_te(ctx, &G, seq, cpb_view_heads(q, h0, G.hsq), cpb_view_heads(o, h0, G.hsq),
+                                   cpb_view_heads(lse, h0, G.hsq)),
+                      "group%d", j);
+        }
+        CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &seq));
+        return bufs_close(ctx, &B);
+    }
     /* one group's fp32 accumulator and one block's partial, reused by every group */
     CPB_TRY(cpb_alloc(ctx, &acc, G.rows * G.hsq * G.d, CPB_FP32, CPB_TAG_ATTN, "ag_o_acc"));
     if (G.R > 1) {
@@ -209,6 +284,32 @@ static int bwd_group(cpb_ctx *ctx, const ag_geom *G, cpb_buf *gk, cpb_buf *dg, c
     return CPB_OK;
 }
 
+/* TE: each local chunk's one call, dK,dV summed into the sequence-order dseq (zeroed) */
+static int bwd_group_te(cpb_ctx *ctx, const ag_geom *G, cpb_buf *seq, cpb_buf *dseq, const bwd_views *V)
+{
+    for (int ai = 0; ai < 2; ai++) {
+        cpb_blk b;
+        te_call(G, ai, &b);
+        cpb_attn_args a = {0};
+        a.q = cpb_view_rows(V->q, b.q_row, G->c);
+        a.k = seq_half(G, seq, 0, b.rows);
+        a.v = seq_half(G, seq, 1, b.rows);
+        a.o = cpb_view_rows(V->o, b.q_row, G->c);
+        a.d_o = cpb_view_rows(V->d_o, b.q_row, G->c);
+        a.lse = cpb_view_rows(V->lse, b.q_row, G->c);
+        a.delta = cpb_view_rows(V->delta, b.q_row, G->c);
+        a.dq = cpb_view_rows(V->dq, b.q_row, G->c);
+        a.dk = seq_half(G, dseq, 0, b.rows);
+        a.dv = seq_half(G, dseq, 1, b.rows);
+        a.causal = 1;
+        a.q_pos0 = b.q_pos0;
+        a.k_pos0 = b.k_pos0;
+        a.accumulate = 1; /* the two chunks' prefixes overlap */
+        CPB_TRY(cpb_attn_bwd(ctx, CPB_STREAM_COMPUTE, &a));
+    }
+    return CPB_OK;
+}
+
 int ag_attn_bwd(cpb_ctx *ctx, const ag_cfg *cfg, cpb_view q, cpb_buf *kv, cpb_view o, cpb_view d_o,
                 cpb_view lse, cpb_view dq, cpb_buf *dkv)
 {
@@ -230,6 +331,11 @@ int ag_attn_bwd(cpb_ctx *ctx, const ag_cfg *cfg, cpb_view q, cpb_buf *kv, cpb_vi
     /* the reduce-scatter lands in the caller's dK,dV when it has their layout and dtype */
     int direct = G.ng == 1 && cfg->grad_dt == CPB_FP32;
     if (!direct) CPB_TRY(cpb_alloc(ctx, &drecv, G.nsl, cfg->grad_dt, CPB_TAG_GRAD_ACT, "ag_dkv_mine"));
+    cpb_buf *seq = NULL, *dseq = NULL; /* TE: K,V and dK,dV in sequence order */
+    if (cfg->te) {
+        CPB_TRY(cpb_alloc(ctx, &seq, G.R * G.nsl, cfg->r.dtype, CPB_TAG_GATHER, "ag_kv_seq"));
+        CPB_TRY(cpb_alloc(ctx, &dseq, G.R * G.nsl, cfg->grad_dt, CPB_TAG_GRAD_ACT, "ag_dkv_seq"));
+    }
     cpb_event arrived[2] = {{-1}, {-1}}, scattered = {-1};
     for (int j = 0; j < G.ng; j++) {
         CPB_RANGE(ctx, next_group(ctx, cfg, &G, kv, &B, j, arrived), "gather%d", j);
@@ -239,8 +345,16 @@ int ag_attn_bwd(cpb_ctx *ctx, const ag_cfg *cfg, cpb_view q, cpb_buf *kv, cpb_vi
                        cpb_view_heads(dl, h0, G.hsq),  cpb_view_heads(dq, h0, G.hsq)};
         /* the previous group's reduce-scatter has read dg before it is zeroed again */
         if (j > 0 && direct) CPB_TRY(cpb_stream_wait(ctx, CPB_STREAM_COMPUTE, scattered));
-        CPB_TRY(cpb_fill(ctx, CPB_STREAM_COMPUTE, cpb_whole(dg), 0.0f));
-        CPB_RANGE(ctx, bwd_group(ctx, &G, B.kv[j % 2], dg, &V), "group%d", j);
+        if (cfg->te) {
+            /* dseq is summed into, then dg is wholly written from it */
+            CPB_TRY(reorder(ctx, &G, B.kv[j % 2], seq, 1));
+            CPB_TRY(cpb_fill(ctx, CPB_STREAM_COMPUTE, cpb_whole(dseq), 0.0f));
+            CPB_RANGE(ctx, bwd_group_te(ctx, &G, seq, dseq, &V), "group%d", j);
+            CPB_TRY(reorder(ctx, &G, dg, dseq, 0));
+        } else {
+            CPB_TRY(cpb_fill(ctx, CPB_STREAM_COMPUTE, cpb_whole(dg), 0.0f));
+            CPB_RANGE(ctx, bwd_group(ctx, &G, B.kv[j % 2], dg, &V), "group%d", j);
+        }
         /* each rank's slot back to it, summed over the ranks that read it */
         CPB_TRY(cpb_stream_join(ctx, cfg->r.comm_stream, CPB_STREAM_COMPUTE));
         CPB_TRY(cpb_reduce_scatter(ctx, cfg->r.comm_stream, G.g, cpb_whole(dg),
@@ -255,6 +369,8 @@ int ag_attn_bwd(cpb_ctx *ctx, const ag_cfg *cfg, cpb_view q, cpb_buf *kv, cpb_vi
         }
     }
     if (direct) CPB_TRY(cpb_stream_wait(ctx, CPB_STREAM_COMPUTE, scattered));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &dseq));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &seq));
     CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &drecv));
     CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &dg));
     CPB_TRY(bufs_close(ctx, &B));

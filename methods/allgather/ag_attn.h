@@ -10,7 +10,13 @@
  * kv heads are gathered `hs` at a time (--kv-head-stride, ring-flash-attention's
  * heads_k_stride): a group of hs kv heads and their hs*g query heads is packed, gathered
  * on the comm stream into one of two buffers while the previous group is computed (double
- * buffering), so the gathered K,V never hold more than 2 groups' worth. */
+ * buffering), so the gathered K,V never hold more than 2 groups' worth.
+ *
+ * te = 1: TransformerEngine's schedule (AttnFuncWithCPAndKVAllGather) instead of the
+ * blocks: the gathered K,V are reordered into sequence order, and each local chunk (global
+ * chunk ch) makes one call against the whole prefix [0, (ch+1)c) with a bottom-right
+ * causal mask (q_pos0 - k_pos0 = sk - sq, which our kernels serve); its output is final,
+ * no merge.  The calls' key lengths differ by rank ((rr+1)c and (2R-rr)c: equal sums). */
 #ifndef CPB_AG_ATTN_H
 #define CPB_AG_ATTN_H
 
@@ -20,6 +26,7 @@ typedef struct ag_cfg {
     cpb_ring_cfg r;     /* group, comm stream, chunk, heads, storage dtype, layout (zigzag) */
     int hs;             /* kv heads per gather: divides r.hk */
     cpb_dtype grad_dt;  /* dtype of the gathered dK,dV accumulator and its reduce-scatter */
+    int te;             /* 1: TransformerEngine's one call per local chunk (above) */
 } ag_cfg;
 
 /* Forward.  q [rows][hq][d], kv the rank's packed K,V [2][rows][hk][d] (kept intact);

@@ -41,6 +41,23 @@ static int kv_head_divisors(const cpb_problem *p, int64_t *out, int max)
     return k;
 }
 
+static int ag_te(const cpb_problem *p)
+{
+    return strcmp(cpb_knob_str(p, "ag_schedule"), "te") == 0;
+}
+
+static int check_ag_schedule(const cpb_problem *p, char *why, size_t why_len)
+{
+    if (ag_te(p) && cpb_ring_cudnn_may_serve(p)) {
+        /* docs/methods.md: the calls' key lengths and masks differ by rank */
+        snprintf(why, why_len, "--ag-schedule te: its calls' key lengths differ by rank and their bottom-right masks "
+                 "are not on the cuDNN route, so cuDNN would serve some ranks' calls only and the ranks would "
+                 "allocate differently (docs/methods.md); run it with --attn own");
+        return CPB_ERR_INVALID;
+    }
+    return CPB_OK;
+}
+
 static const cpb_knob ag_knobs[] = {
     {.name = "kv_head_stride", .type = CPB_KNOB_INT, .def = "0", .check = check_kv_head_stride, .arg = "N",
      .help = "kv heads gathered at a time, double buffered (ring-flash-attention's heads_k_stride; default all)",
@@ -49,6 +66,10 @@ static const cpb_knob ag_knobs[] = {
      .arg = "fp32|storage",
      .help = "dtype of the gathered dK,dV and their reduce-scatter: fp32, or the storage dtype as "
              "ring-flash-attention's llama3 file (half the bytes)"},
+    {.name = "ag_schedule", .type = CPB_KNOB_CHOICE, .def = "blocks", .choices = "blocks|te", .arg = "blocks|te",
+     .check = check_ag_schedule,
+     .help = "attention calls: ring's blocks against the gathered K,V (merged by lse), or TransformerEngine's one call "
+             "per local chunk against its whole prefix, bottom-right causal (our kernels: --attn own)"},
     {NULL}};
 
 static int ag_check(const cpb_problem *p, char *why, size_t why_len)
@@ -75,6 +96,7 @@ static int ag_setup(cpb_ctx *ctx, const cpb_layer *L, ag_cfg *cfg)
     cfg->r.dtype = p->dtype;
     int64_t hs = cpb_knob_int(p, "kv_head_stride");
     cfg->hs = hs ? (int)hs : p->G;
+    cfg->te = ag_te(p);
     cfg->grad_dt = strcmp(cpb_knob_str(p, "ag_grad_dtype"), "storage") == 0 ? p->dtype : CPB_FP32;
     if (L->s != cpb_ring_rows(&cfg->r))
         return cpb_fail(ctx, CPB_ERR_INVALID, "allgather: %lld local tokens, expected 2 chunks of %lld",

@@ -4,6 +4,8 @@
  * race check sees each buffer's writer ordered before its readers. */
 #include "common/ring_attn.h"
 
+#include <string.h>
+
 
 typedef struct ring_geom {
     cpb_group *g;
@@ -17,6 +19,11 @@ static ring_geom geom_of(cpb_ctx *ctx, const cpb_ring_cfg *cfg)
     cpb_group *g = cfg->g ? cfg->g : cpb_world(ctx);
     ring_geom G = {g, g->size, g->rank, cfg->c, {g->size, g->rank, cfg->c, cfg->layout}};
     return G;
+}
+
+int cpb_ring_cudnn_may_serve(const cpb_problem *p)
+{
+    return strcmp(cpb_knob_str(p, "attn"), "own") != 0 && p->dtype == CPB_BF16 && p->d % 8 == 0 && p->d <= 128;
 }
 
 int64_t cpb_ring_rows(const cpb_ring_cfg *cfg)

@@ -41,6 +41,13 @@ typedef struct cpb_ring_cfg {
     cpb_blk_layout layout; /* which tokens a rank holds (CPB_BLK_ZIGZAG = 0) */
 } cpb_ring_cfg;
 
+/* 1 when cuDNN may serve p's attention calls (docs/attention.md: --attn is not `own`, bf16,
+ * head dim a multiple of 8 up to 128).  A schedule whose calls have masks or lengths that
+ * differ by rank (ring's striped and contiguous layouts, allgather's TE schedule) would
+ * then run cuDNN on some ranks and our kernels on others, or cuDNN's temporaries sized by
+ * rank-dependent lengths: the ranks would allocate differently (DESIGN section 3). */
+int cpb_ring_cudnn_may_serve(const cpb_problem *p);
+
 /* local rows (tokens) of a rank: cpb_blk_chunks(layout) * c */
 int64_t cpb_ring_rows(const cpb_ring_cfg *cfg);
 /* elements of a packed K,V buffer: 2 * rows * hk * d */

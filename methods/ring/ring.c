@@ -11,7 +11,6 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "common/ring_attn.h"
 #include "cpb_method.h"
@@ -39,8 +38,7 @@ static int ring_check(const cpb_problem *p, char *why, size_t why_len)
                  cpb_blk_layout_name(l), (long long)p->S, l == CPB_BLK_ZIGZAG ? "2C" : "C", (long long)per);
         return CPB_ERR_INVALID;
     }
-    if (l != CPB_BLK_ZIGZAG && strcmp(cpb_knob_str(p, "attn"), "own") != 0 && p->dtype == CPB_BF16 && p->d % 8 == 0 &&
-        p->d <= 128) {
+    if (l != CPB_BLK_ZIGZAG && cpb_ring_cudnn_may_serve(p)) {
         /* a step's block is top-left or unmasked on some ranks (cuDNN's) and offset or empty
          * on others (our kernels'), whose workspaces differ: the ranks would allocate
          * differently (DESIGN section 3) */
