@@ -61,3 +61,25 @@ Test(memory_allgather, fewer_heads_per_gather_lower_the_peak)
                  (long long)all.peak_bytes);
     cr_expect_eq(all.tag_peak[CPB_TAG_GATHER], gathered(&a, 8));
 }
+
+/* --ag-schedule te: one more gathered-size buffer, the K,V in sequence order, in both
+ * phases (the tests' problems run our kernels, which serve its bottom-right masks) */
+Test(memory_allgather, te_schedule_adds_the_sequence_order_copy)
+{
+    const cpb_problem cases[] = {
+        cpb_test_problem(6 * 40, 3, 64, 8, 2, 16, CPB_BF16),
+        cpb_test_problem(16 * 20, 8, 96, 16, 4, 8, CPB_FP32),
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int64_t hs = 1; hs <= cases[i].G; hs *= 2) {
+            cpb_problem p = cases[i];
+            cpb_knobs_set_str(&p.knobs, "ag_schedule", "te");
+            cpb_row r = sim(&p, hs);
+            int64_t E = p.dtype == CPB_BF16 ? 2 : 4, seq = E * 2 * p.S * hs * p.d;
+            int64_t want = gathered(&p, hs) + seq;
+            cr_expect_eq(r.fwd.tag_peak[CPB_TAG_GATHER], want, "case %zu hs %lld fwd: %lld, expected %lld", i,
+                         (long long)hs, (long long)r.fwd.tag_peak[CPB_TAG_GATHER], (long long)want);
+            cr_expect_eq(r.bwd.tag_peak[CPB_TAG_GATHER], want, "case %zu hs %lld bwd: %lld, expected %lld", i,
+                         (long long)hs, (long long)r.bwd.tag_peak[CPB_TAG_GATHER], (long long)want);
+        }
+}
