@@ -37,10 +37,15 @@ static cpb_blk zigzag_block(const cpb_blk_geom *g, int src, int qa, int kb)
 
 void cpb_blk_step_at(const cpb_blk_geom *g, int i, cpb_blk_step *out)
 {
+    cpb_blk_step_src(g, ((g->rr - i) % g->R + g->R) % g->R, out);
+}
+
+void cpb_blk_step_src(const cpb_blk_geom *g, int src, cpb_blk_step *out)
+{
     int64_t rows = cpb_blk_chunks(g->layout) * g->c;
     memset(out, 0, sizeof *out);
-    out->src = ((g->rr - i) % g->R + g->R) % g->R;
-    if (i == 0) {
+    out->src = src;
+    if (src == g->rr) {
         /* every local list is increasing in global position: causal on local indices */
         out->diag = 1;
         out->n = 1;
@@ -48,7 +53,6 @@ void cpb_blk_step_at(const cpb_blk_geom *g, int i, cpb_blk_step *out)
         out->k_rows = rows;
         return;
     }
-    int src = out->src;
     switch (g->layout) {
     case CPB_BLK_ZIGZAG:
         out->n = 2;

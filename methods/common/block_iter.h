@@ -69,8 +69,11 @@ typedef struct cpb_blk_step {
     int64_t k_rows; /* source rows the blocks read (from row 0): the dK,dV rows they write */
 } cpb_blk_step;
 
-/* step i (0 .. R-1) of g */
+/* step i (0 .. R-1) of g: the K,V of rank rr - i */
 void cpb_blk_step_at(const cpb_blk_geom *g, int i, cpb_blk_step *out);
+/* the step that reads the K,V of group rank src, for schedules that visit the sources in
+ * another order (the double ring); src == rr is the diagonal */
+void cpb_blk_step_src(const cpb_blk_geom *g, int src, cpb_blk_step *out);
 
 #ifdef __cplusplus
 }

@@ -3,6 +3,7 @@
  * cfg->comm_stream; every hand-over between the two is an event join, so the runtime's
  * race check sees each buffer's writer ordered before its readers. */
 #include "common/ring_attn.h"
+#include "common/dring_attn.h"
 
 #include <string.h>
 
@@ -187,6 +188,7 @@ int cpb_ring_attn_fwd(cpb_ctx *ctx, const cpb_ring_cfg *cfg, cpb_view q, cpb_buf
 {
     CPB_TRY(check_cfg(ctx, cfg, kv, "ring attention forward"));
     ring_geom G = geom_of(ctx, cfg);
+    if (cfg->inner > 0 && cfg->inner < G.R) return cpb_dring_attn_fwd(ctx, cfg, q, kv, o, lse);
     int64_t c = cfg->c, rows = cpb_ring_rows(cfg), hq = cfg->hq, d = cfg->d;
     cpb_buf *acc = NULL, *part = NULL, *lpart = NULL;
     fwd_bufs B = {{{NULL}, 0}, {0}, lse, {0}, {0}};
@@ -302,6 +304,7 @@ int cpb_ring_attn_bwd(cpb_ctx *ctx, const cpb_ring_cfg *cfg, cpb_view q, cpb_buf
     if (!dkv || dkv->nelem != n || dkv->dtype != CPB_FP32)
         return cpb_fail(ctx, CPB_ERR_INVALID, "ring attention backward: dK,dV must be an fp32 buffer of %lld elements",
                         (long long)n);
+    if (cfg->inner > 0 && cfg->inner < G.R) return cpb_dring_attn_bwd(ctx, cfg, q, kv, o, d_o, lse, delta, dq, dkv);
     cpb_buf *dextra = NULL, *blk = NULL, *dbuf = NULL;
     kv_ring K;
     CPB_TRY(kv_ring_open(ctx, cfg, &G, kv, &K));

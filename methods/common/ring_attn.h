@@ -39,6 +39,8 @@ typedef struct cpb_ring_cfg {
                          in the rotation (two K,V buffers in all); 0: it is kept intact (saved
                          for backward), so R >= 3 rotates through two more buffers */
     cpb_blk_layout layout; /* which tokens a rank holds (CPB_BLK_ZIGZAG = 0) */
+    int inner;        /* ranks per inner ring of a double ring (common/dring_attn.h); 0 or the
+                         ring's size: one ring */
 } cpb_ring_cfg;
 
 /* 1 when cuDNN may serve p's attention calls (docs/attention.md: --attn is not `own`, bf16,

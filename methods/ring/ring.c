@@ -88,6 +88,7 @@ static int ring_setup(cpb_ctx *ctx, const cpb_layer *L, int kv_scratch, cpb_ring
     cfg->d = p->d;
     cfg->dtype = p->dtype;
     cfg->kv_scratch = kv_scratch;
+    cfg->inner = 0;
     if (L->s != cpb_ring_rows(cfg))
         return cpb_fail(ctx, CPB_ERR_INVALID, "ring: %lld local tokens, expected %lld under the %s layout",
                         (long long)L->s, (long long)cpb_ring_rows(cfg), cpb_blk_layout_name(cfg->layout));
