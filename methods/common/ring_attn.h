@@ -1,7 +1,9 @@
 /* ring_attn.h — ring attention over a group of ranks (zigzag, contiguous or striped), forward and backward.
  *
- * Shared by ring (the whole world is the ring), metp (an inner ring per head group) and a
- * hybrid usp (a ring over the ring group of a Ulysses x ring grid).  The caller owns the
+ * Shared by ring (the whole world is the ring), metp (an inner ring per head group), a
+ * hybrid usp (a ring over the ring group of a Ulysses x ring grid) and dring (the same ring
+ * cut into inner rings: cfg->inner, common/dring_attn.h); allgather uses its projection
+ * and packed K,V views.  The caller owns the
  * projections; this module owns the rotation of K,V (and dK,dV in backward) and the
  * step logic.
  *
