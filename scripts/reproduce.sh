@@ -151,6 +151,22 @@ sim_sweep "llama3-8b-8gpu-model-max-attn-own" --model llama3-8b --gpus 8 --scope
 sim_sweep "qwen3-32b-16gpu-model-max-attn-own" --model qwen3-32b --gpus 16 --gpus-per-node 8 \
   --ulysses-degree 8 --scope model --attn own --seq-start 128K --seq-stop 8M --bisect $BISECT \
   --method usp,ring,hupipe
+# LoongTrain's double ring beside usp on 16 and 32 GPUs (Ulysses 2 x a ring of 8 or 16 whose inner
+# rings of 4 fill a node)
+for g in 16 32; do
+  sim_sweep "llama3-8b-${g}gpu-layer-dring-max" --model llama3-8b --gpus $g --gpus-per-node 8 --scope layer \
+    --ulysses-degree 2 --seq-start 128K --seq-stop 16M --bisect $BISECT --method usp,dring
+done
+# ring's load balances (--ring-layout; striped and contiguous on our kernels, docs/methods.md):
+# contiguous's imbalance at full scale, striped up to its 1024 tokens per rank beside zigzag
+for scope in layer model; do
+  for lay in zigzag contiguous; do
+    sim_sweep "llama3-8b-8gpu-$scope-ring-$lay-max" --model llama3-8b --gpus 8 --scope $scope --attn own \
+      --ring-layout $lay --seq-start 128K --seq-stop 8M --bisect $BISECT --method ring
+  done
+  sim_sweep "llama3-8b-8gpu-$scope-ring-layouts-short" --model llama3-8b --gpus 8 --scope $scope --attn own \
+    --seq-list 4K,8K --method ring --ring-layout striped
+done
 # FPDT as the paper ran it: DeepSpeed's schedule (--fpdt-impl deepspeed, the default) in the
 # Megatron-DeepSpeed ZeRO-3 setup; and the pipelined schedule beside it
 for fw in deepspeed; do

@@ -3,42 +3,38 @@
  * cfg->comm_stream; every hand-over between the two is an event join, so the runtime's
  * race check sees each buffer's writer ordered before its readers. */
 #include "common/ring_attn.h"
+#include "common/dring_attn.h"
+
+#include <string.h>
 
 
 typedef struct ring_geom {
     cpb_group *g;
     int R, rr;      /* ring size, my rank in the ring */
     int64_t c;      /* tokens per chunk */
+    cpb_blk_geom blk; /* the blocks of each step (common/block_iter.h) */
 } ring_geom;
 
 static ring_geom geom_of(cpb_ctx *ctx, const cpb_ring_cfg *cfg)
 {
     cpb_group *g = cfg->g ? cfg->g : cpb_world(ctx);
-    ring_geom G = {g, g->size, g->rank, cfg->c};
+    ring_geom G = {g, g->size, g->rank, cfg->c, {g->size, g->rank, cfg->c, cfg->layout}};
     return G;
 }
 
-/* ring position of local/source chunk `half` (0: chunk rank, 1: chunk 2R-1-rank) */
-static int64_t chunk_pos(const ring_geom *G, int rank, int half)
+int cpb_ring_cudnn_may_serve(const cpb_problem *p)
 {
-    return (int64_t)(half ? 2 * G->R - 1 - rank : rank) * G->c;
+    return strcmp(cpb_knob_str(p, "attn"), "own") != 0 && p->dtype == CPB_BF16 && p->d % 8 == 0 && p->d <= 128;
 }
 
-/* the two (q chunk, kv chunk) blocks of a step after the diagonal */
-static void step_blocks(const ring_geom *G, int src, int qa[2], int kb[2])
+int64_t cpb_ring_rows(const cpb_ring_cfg *cfg)
 {
-    if (src < G->rr) { /* all local q vs the source's first chunk */
-        qa[0] = 0, kb[0] = 0;
-        qa[1] = 1, kb[1] = 0;
-    } else {           /* local second chunk vs both source chunks */
-        qa[0] = 1, kb[0] = 0;
-        qa[1] = 1, kb[1] = 1;
-    }
+    return cpb_blk_chunks(cfg->layout) * cfg->c;
 }
 
 static int64_t kv_half(const cpb_ring_cfg *cfg)
 {
-    return 2 * cfg->c * cfg->hk * cfg->d;
+    return cpb_ring_rows(cfg) * cfg->hk * cfg->d;
 }
 
 int64_t cpb_ring_kv_elems(const cpb_ring_cfg *cfg)
@@ -49,17 +45,20 @@ int64_t cpb_ring_kv_elems(const cpb_ring_cfg *cfg)
 cpb_view cpb_ring_k(const cpb_ring_cfg *cfg, cpb_buf *kv)
 {
     int64_t hkd = (int64_t)cfg->hk * cfg->d;
-    return cpb_heads(kv, 0, 2 * cfg->c, cfg->hk, cfg->d, hkd, cfg->d);
+    return cpb_heads(kv, 0, cpb_ring_rows(cfg), cfg->hk, cfg->d, hkd, cfg->d);
 }
 
 cpb_view cpb_ring_v(const cpb_ring_cfg *cfg, cpb_buf *kv)
 {
     int64_t hkd = (int64_t)cfg->hk * cfg->d;
-    return cpb_heads(kv, kv_half(cfg), 2 * cfg->c, cfg->hk, cfg->d, hkd, cfg->d);
+    return cpb_heads(kv, kv_half(cfg), cpb_ring_rows(cfg), cfg->hk, cfg->d, hkd, cfg->d);
 }
 
 static int check_cfg(cpb_ctx *ctx, const cpb_ring_cfg *cfg, cpb_buf *kv, const char *who)
 {
+    if (cpb_blk_layout_name(cfg->layout)[0] == '?')
+        return cpb_fail(ctx, CPB_ERR_INVALID, "%s: unknown ring layout %d (see common/block_iter.h)", who,
+                        (int)cfg->layout);
     if (cfg->c <= 0 || cfg->hq <= 0 || cfg->hk <= 0 || cfg->d <= 0 || cfg->hq % cfg->hk)
         return cpb_fail(ctx, CPB_ERR_INVALID, "%s: bad ring shape (chunk %lld, %d q heads, %d kv heads, d %d)",
                         who, (long long)cfg->c, cfg->hq, cfg->hk, cfg->d);
@@ -75,7 +74,7 @@ int cpb_ring_project(cpb_ctx *ctx, const cpb_ring_cfg *cfg, cpb_view x, cpb_view
                      cpb_view wv, const cpb_segs *pos, double rope_base, cpb_view q, cpb_buf *kv)
 {
     CPB_TRY(check_cfg(ctx, cfg, kv, "ring project"));
-    int64_t s = 2 * cfg->c, hqd = (int64_t)cfg->hq * cfg->d, hkd = (int64_t)cfg->hk * cfg->d;
+    int64_t s = cpb_ring_rows(cfg), hqd = (int64_t)cfg->hq * cfg->d, hkd = (int64_t)cfg->hk * cfg->d;
     if (q.rows != s || q.heads != cfg->hq || q.dim != cfg->d || (q.heads > 1 && q.head_stride != q.dim))
         return cpb_fail(ctx, CPB_ERR_INVALID, "ring project: q must be [%lld][%d][%d] with adjacent heads",
                         (long long)s, cfg->hq, cfg->d);
@@ -140,22 +139,21 @@ typedef struct fwd_bufs {
     cpb_view part, lpart;     /* one block's fp32 partial [c][hq][d], [hq][c] */
 } fwd_bufs;
 
-static int fwd_block(cpb_ctx *ctx, const cpb_ring_cfg *cfg, const ring_geom *G, cpb_view q, cpb_buf *kv,
-                     const fwd_bufs *B, int src, int qa, int kb)
+static int fwd_block(cpb_ctx *ctx, const cpb_ring_cfg *cfg, cpb_view q, cpb_buf *kv, const fwd_bufs *B,
+                     const cpb_blk *b)
 {
-    int64_t c = G->c;
     cpb_attn_args a = {0};
-    a.q = cpb_view_rows(q, qa * c, c);
-    a.k = cpb_view_rows(cpb_ring_k(cfg, kv), kb * c, c);
-    a.v = cpb_view_rows(cpb_ring_v(cfg, kv), kb * c, c);
+    a.q = cpb_view_rows(q, b->q_row, b->rows);
+    a.k = cpb_view_rows(cpb_ring_k(cfg, kv), b->k_row, b->rows);
+    a.v = cpb_view_rows(cpb_ring_v(cfg, kv), b->k_row, b->rows);
     a.o = B->part;
     a.lse = B->lpart;
-    a.causal = 1; /* exact positions: these blocks see every key (ring_attn.h) */
-    a.q_pos0 = chunk_pos(G, G->rr, qa);
-    a.k_pos0 = chunk_pos(G, src, kb);
+    a.causal = 1; /* exact positions (block_iter.h) */
+    a.q_pos0 = b->q_pos0;
+    a.k_pos0 = b->k_pos0;
     CPB_TRY(cpb_attn_fwd(ctx, CPB_STREAM_COMPUTE, &a));
-    return cpb_lse_merge(ctx, CPB_STREAM_COMPUTE, cpb_view_rows(B->acc, qa * c, c), cpb_view_rows(B->lse, qa * c, c),
-                         B->part, B->lpart);
+    return cpb_lse_merge(ctx, CPB_STREAM_COMPUTE, cpb_view_rows(B->acc, b->q_row, b->rows),
+                         cpb_view_rows(B->lse, b->q_row, b->rows), B->part, B->lpart);
 }
 
 static int fwd_step(cpb_ctx *ctx, const cpb_ring_cfg *cfg, const ring_geom *G, cpb_view q, const fwd_bufs *B,
@@ -165,7 +163,9 @@ static int fwd_step(cpb_ctx *ctx, const cpb_ring_cfg *cfg, const ring_geom *G, c
     int more = i + 1 < G->R;
     cpb_event kv_arrived = {-1};
     if (more) CPB_TRY(rotate(ctx, cfg, G, cur, kv_of(&B->kv, i + 1), cpb_ring_kv_elems(cfg), &kv_arrived));
-    if (i == 0) {
+    cpb_blk_step st;
+    cpb_blk_step_at(&G->blk, i, &st);
+    if (st.diag) {
         /* the causal diagonal, written straight into the accumulator */
         cpb_attn_args a = {0};
         a.q = q;
@@ -173,12 +173,10 @@ static int fwd_step(cpb_ctx *ctx, const cpb_ring_cfg *cfg, const ring_geom *G, c
         a.v = cpb_ring_v(cfg, cur);
         a.o = B->acc;
         a.lse = B->lse;
-        a.causal = 1; /* local order is global order (ring_attn.h) */
+        a.causal = 1; /* local order is global order (block_iter.h) */
         CPB_TRY(cpb_attn_fwd(ctx, CPB_STREAM_COMPUTE, &a));
     } else {
-        int src = (G->rr - i + G->R) % G->R, qa[2], kb[2];
-        step_blocks(G, src, qa, kb);
-        for (int b = 0; b < 2; b++) CPB_TRY(fwd_block(ctx, cfg, G, q, cur, B, src, qa[b], kb[b]));
+        for (int b = 0; b < st.n; b++) CPB_TRY(fwd_block(ctx, cfg, q, cur, B, &st.b[b]));
     }
     /* the next block must have arrived before the next step reads it */
     if (more) CPB_TRY(cpb_stream_wait(ctx, CPB_STREAM_COMPUTE, kv_arrived));
@@ -190,16 +188,17 @@ int cpb_ring_attn_fwd(cpb_ctx *ctx, const cpb_ring_cfg *cfg, cpb_view q, cpb_buf
 {
     CPB_TRY(check_cfg(ctx, cfg, kv, "ring attention forward"));
     ring_geom G = geom_of(ctx, cfg);
-    int64_t c = cfg->c, hq = cfg->hq, d = cfg->d;
+    if (cfg->inner > 0 && cfg->inner < G.R) return cpb_dring_attn_fwd(ctx, cfg, q, kv, o, lse);
+    int64_t c = cfg->c, rows = cpb_ring_rows(cfg), hq = cfg->hq, d = cfg->d;
     cpb_buf *acc = NULL, *part = NULL, *lpart = NULL;
     fwd_bufs B = {{{NULL}, 0}, {0}, lse, {0}, {0}};
     CPB_TRY(kv_ring_open(ctx, cfg, &G, kv, &B.kv));
-    CPB_TRY(cpb_alloc(ctx, &acc, 2 * c * hq * d, CPB_FP32, CPB_TAG_ATTN, "ring_o_acc"));
+    CPB_TRY(cpb_alloc(ctx, &acc, rows * hq * d, CPB_FP32, CPB_TAG_ATTN, "ring_o_acc"));
     if (G.R > 1) {
         CPB_TRY(cpb_alloc(ctx, &part, c * hq * d, CPB_FP32, CPB_TAG_ATTN, "ring_o_part"));
         CPB_TRY(cpb_alloc(ctx, &lpart, c * hq, CPB_FP32, CPB_TAG_ATTN, "ring_lse_part"));
     }
-    B.acc = cpb_heads(acc, 0, 2 * c, hq, d, hq * d, d);
+    B.acc = cpb_heads(acc, 0, rows, hq, d, hq * d, d);
     if (part) {
         B.part = cpb_heads(part, 0, c, hq, d, hq * d, d);
         B.lpart = cpb_lse_view(lpart, c, 0, hq, 0, c);
@@ -228,25 +227,23 @@ typedef struct bwd_bufs {
                                  derives delta from o and serves only calls that pass it */
 } bwd_bufs;
 
-static int bwd_block(cpb_ctx *ctx, const cpb_ring_cfg *cfg, const ring_geom *G, const bwd_bufs *B, cpb_buf *kv,
-                     int src, int qa, int kb)
+static int bwd_block(cpb_ctx *ctx, const cpb_ring_cfg *cfg, const bwd_bufs *B, cpb_buf *kv, const cpb_blk *b)
 {
-    int64_t c = G->c;
     cpb_attn_args a = {0};
-    a.q = cpb_view_rows(B->q, qa * c, c);
-    a.k = cpb_view_rows(cpb_ring_k(cfg, kv), kb * c, c);
-    a.v = cpb_view_rows(cpb_ring_v(cfg, kv), kb * c, c);
-    a.d_o = cpb_view_rows(B->d_o, qa * c, c);
-    a.lse = cpb_view_rows(B->lse, qa * c, c);
-    a.delta = cpb_view_rows(B->delta, qa * c, c);
-    if (B->o.buf) a.o = cpb_view_rows(B->o, qa * c, c);
-    a.dq = cpb_view_rows(B->dq, qa * c, c);
-    a.dk = cpb_view_rows(cpb_ring_k(cfg, B->blk), kb * c, c);
-    a.dv = cpb_view_rows(cpb_ring_v(cfg, B->blk), kb * c, c);
+    a.q = cpb_view_rows(B->q, b->q_row, b->rows);
+    a.k = cpb_view_rows(cpb_ring_k(cfg, kv), b->k_row, b->rows);
+    a.v = cpb_view_rows(cpb_ring_v(cfg, kv), b->k_row, b->rows);
+    a.d_o = cpb_view_rows(B->d_o, b->q_row, b->rows);
+    a.lse = cpb_view_rows(B->lse, b->q_row, b->rows);
+    a.delta = cpb_view_rows(B->delta, b->q_row, b->rows);
+    if (B->o.buf) a.o = cpb_view_rows(B->o, b->q_row, b->rows);
+    a.dq = cpb_view_rows(B->dq, b->q_row, b->rows);
+    a.dk = cpb_view_rows(cpb_ring_k(cfg, B->blk), b->k_row, b->rows);
+    a.dv = cpb_view_rows(cpb_ring_v(cfg, B->blk), b->k_row, b->rows);
     a.causal = 1;
-    a.q_pos0 = chunk_pos(G, G->rr, qa);
-    a.k_pos0 = chunk_pos(G, src, kb);
-    a.accumulate = 1; /* dq sums over steps; blk sums the step's two blocks */
+    a.q_pos0 = b->q_pos0;
+    a.k_pos0 = b->k_pos0;
+    a.accumulate = 1; /* dq sums over steps; blk sums the step's blocks */
     return cpb_attn_bwd(ctx, CPB_STREAM_COMPUTE, &a);
 }
 
@@ -257,7 +254,9 @@ static int bwd_step(cpb_ctx *ctx, const cpb_ring_cfg *cfg, const ring_geom *G, b
     int more = i + 1 < G->R;
     cpb_event kv_arrived = {-1};
     if (more) CPB_TRY(rotate(ctx, cfg, G, cur, kv_of(&B->kv, i + 1), n, &kv_arrived));
-    if (i == 0) {
+    cpb_blk_step st;
+    cpb_blk_step_at(&G->blk, i, &st);
+    if (st.diag) {
         /* diagonal: dq and the rank's own dK,dV start here (overwrite) */
         cpb_attn_args a = {0};
         a.q = B->q;
@@ -274,14 +273,12 @@ static int bwd_step(cpb_ctx *ctx, const cpb_ring_cfg *cfg, const ring_geom *G, b
         a.accumulate = 0;
         CPB_TRY(cpb_attn_bwd(ctx, CPB_STREAM_COMPUTE, &a));
     } else {
-        int src = (G->rr - i + G->R) % G->R, qa[2], kb[2];
-        step_blocks(G, src, qa, kb);
-        /* K and V rows the step touches: the source's first chunk, or both */
-        int64_t rows = src < G->rr ? G->c : 2 * G->c;
+        /* K and V rows the step touches (zigzag: the source's first chunk, or both) */
+        int64_t rows = st.k_rows;
         cpb_view touched_blk = cpb_mat(B->blk, 0, 2, rows * cfg->hk * cfg->d, kv_half(cfg));
         cpb_view touched_sum = cpb_mat(dcur, 0, 2, rows * cfg->hk * cfg->d, kv_half(cfg));
         CPB_TRY(cpb_fill(ctx, CPB_STREAM_COMPUTE, touched_blk, 0.0f));
-        for (int b = 0; b < 2; b++) CPB_TRY(bwd_block(ctx, cfg, G, B, cur, src, qa[b], kb[b]));
+        for (int b = 0; b < st.n; b++) CPB_TRY(bwd_block(ctx, cfg, B, cur, &st.b[b]));
         /* the travelling sum for this K,V arrived during the step */
         CPB_TRY(cpb_stream_wait(ctx, CPB_STREAM_COMPUTE, B->dkv_arrived));
         CPB_TRY(cpb_axpby(ctx, CPB_STREAM_COMPUTE, 1.0f, touched_blk, 1.0f, touched_sum));
@@ -303,10 +300,11 @@ int cpb_ring_attn_bwd(cpb_ctx *ctx, const cpb_ring_cfg *cfg, cpb_view q, cpb_buf
 {
     CPB_TRY(check_cfg(ctx, cfg, kv, "ring attention backward"));
     ring_geom G = geom_of(ctx, cfg);
-    int64_t n = cpb_ring_kv_elems(cfg), s = 2 * cfg->c;
+    int64_t n = cpb_ring_kv_elems(cfg), s = cpb_ring_rows(cfg);
     if (!dkv || dkv->nelem != n || dkv->dtype != CPB_FP32)
         return cpb_fail(ctx, CPB_ERR_INVALID, "ring attention backward: dK,dV must be an fp32 buffer of %lld elements",
                         (long long)n);
+    if (cfg->inner > 0 && cfg->inner < G.R) return cpb_dring_attn_bwd(ctx, cfg, q, kv, o, d_o, lse, delta, dq, dkv);
     cpb_buf *dextra = NULL, *blk = NULL, *dbuf = NULL;
     kv_ring K;
     CPB_TRY(kv_ring_open(ctx, cfg, &G, kv, &K));

@@ -78,6 +78,8 @@ static int run_open(cpb_ctx *ctx, cpb_layer *L, metp_state *st, metp_run *R)
     R->cfg.d = p->d;
     R->cfg.dtype = p->dtype;
     R->cfg.kv_scratch = 1; /* a group's K,V is dead after its ring (recomputed in backward) */
+    R->cfg.layout = CPB_BLK_ZIGZAG;
+    R->cfg.inner = 0;
     R->s = L->s;
     R->D = p->D;
     R->hqd = (int64_t)R->cfg.hq * p->d;

@@ -1,6 +1,8 @@
-/* ring.c — Ring Attention with zigzag load balance (DESIGN.md section 4, "ring").
+/* ring.c — Ring Attention (DESIGN.md section 4, "ring"), with the load balance of
+ * --ring-layout (common/block_iter.h): zigzag (the default), striped or contiguous.
  *
- * Weights are replicated; rank r holds zigzag chunks r and 2C-1-r of the sequence.
+ * Weights are replicated; under zigzag rank r holds chunks r and 2C-1-r of the sequence,
+ * under striped tokens r, r+C, r+2C, ..., under contiguous the r-th C-th of it.
  * Forward: q, K, V for the local tokens (RoPE at their global positions), the ring loop of
  * methods/common/ring_attn (K,V rotate while the current block is computed, partial
  * outputs merged by lse in fp32), y = o Wo.  Saves q, K, V (packed), o and lse.
@@ -13,6 +15,13 @@
 #include "common/ring_attn.h"
 #include "cpb_method.h"
 
+/* the layout p asks for (the knob's value is one of its choices: driver/knobs.c checks) */
+static cpb_blk_layout layout_of(const cpb_problem *p)
+{
+    int l = cpb_blk_layout_of(cpb_knob_str(p, "ring_layout"));
+    return l < 0 ? CPB_BLK_ZIGZAG : (cpb_blk_layout)l;
+}
+
 
 typedef struct ring_state {
     cpb_buf *q, *kv; /* after RoPE: q [s][H][d], packed K,V [2][s][G][d] */
@@ -22,12 +31,48 @@ typedef struct ring_state {
 
 static int ring_check(const cpb_problem *p, char *why, size_t why_len)
 {
-    if (p->C <= 0 || p->S % (2 * (int64_t)p->C)) {
-        snprintf(why, why_len, "ring (zigzag) needs the sequence (S = %lld) to be a multiple of 2C = %d",
-                 (long long)p->S, 2 * p->C);
+    cpb_blk_layout l = layout_of(p);
+    int64_t per = (int64_t)cpb_blk_chunks(l) * (p->C > 0 ? p->C : 1);
+    if (p->C <= 0 || p->S % per) {
+        snprintf(why, why_len, "ring (%s) needs the sequence (S = %lld) to be a multiple of %s = %lld",
+                 cpb_blk_layout_name(l), (long long)p->S, l == CPB_BLK_ZIGZAG ? "2C" : "C", (long long)per);
+        return CPB_ERR_INVALID;
+    }
+    if (l != CPB_BLK_ZIGZAG && cpb_ring_cudnn_may_serve(p)) {
+        /* a step's block is top-left or unmasked on some ranks (cuDNN's) and offset or empty
+         * on others (our kernels'), whose workspaces differ: the ranks would allocate
+         * differently (DESIGN section 3) */
+        snprintf(why, why_len, "ring --ring-layout %s: cuDNN would serve a step's attention on some ranks and our "
+                 "kernels on others (docs/attention.md), so the ranks would allocate differently; run it with "
+                 "--attn own", cpb_blk_layout_name(l));
+        return CPB_ERR_INVALID;
+    }
+    if (l == CPB_BLK_STRIPED && p->S / p->C > CPB_MAX_SEGS) {
+        /* each local token is its own position segment (cpb.h: cpb_segs) */
+        snprintf(why, why_len, "ring --ring-layout striped holds %lld tokens per rank, each its own position "
+                 "segment, and the runtime's position lists hold at most %d (CPB_MAX_SEGS): use at most %lld "
+                 "tokens, or zigzag, which balances the same work",
+                 (long long)(p->S / p->C), CPB_MAX_SEGS, (long long)CPB_MAX_SEGS * p->C);
         return CPB_ERR_INVALID;
     }
     return CPB_OK;
+}
+
+/* global tokens of `rank` in local row order: the layout's */
+static int ring_token_layout(const cpb_problem *p, int rank, cpb_segs *out)
+{
+    switch (layout_of(p)) {
+    case CPB_BLK_CONTIGUOUS:
+        return cpb_layout_contiguous(p, rank, out);
+    case CPB_BLK_STRIPED:
+        cpb_segs_clear(out);
+        if (p->C <= 0 || p->S % p->C) return CPB_ERR_INVALID;
+        for (int64_t t = rank; t < p->S; t += p->C)
+            if (cpb_segs_add(out, t, 1) < 0) return CPB_ERR_INVALID;
+        return CPB_OK;
+    default:
+        return cpb_layout_zigzag(p, rank, out);
+    }
 }
 
 /* kv_scratch: forward keeps the rank's K,V for backward; backward may rotate through it */
@@ -36,15 +81,17 @@ static int ring_setup(cpb_ctx *ctx, const cpb_layer *L, int kv_scratch, cpb_ring
     const cpb_problem *p = &L->p;
     cfg->g = NULL;
     CPB_TRY(cpb_stream(ctx, "comm", &cfg->comm_stream));
-    cfg->c = p->S / (2 * (int64_t)p->C);
+    cfg->layout = layout_of(p);
+    cfg->c = p->S / (cpb_blk_chunks(cfg->layout) * (int64_t)p->C);
     cfg->hq = p->H;
     cfg->hk = p->G;
     cfg->d = p->d;
     cfg->dtype = p->dtype;
     cfg->kv_scratch = kv_scratch;
-    if (L->s != 2 * cfg->c)
-        return cpb_fail(ctx, CPB_ERR_INVALID, "ring: %lld local tokens, expected 2 chunks of %lld",
-                        (long long)L->s, (long long)cfg->c);
+    cfg->inner = 0;
+    if (L->s != cpb_ring_rows(cfg))
+        return cpb_fail(ctx, CPB_ERR_INVALID, "ring: %lld local tokens, expected %lld under the %s layout",
+                        (long long)L->s, (long long)cpb_ring_rows(cfg), cpb_blk_layout_name(cfg->layout));
     return CPB_OK;
 }
 
@@ -132,13 +179,21 @@ static int ring_backward(cpb_ctx *ctx, cpb_layer *L, void *state)
     return backward_body(ctx, L, state);
 }
 
+static const cpb_knob ring_knobs[] = {
+    {.name = "ring_layout", .type = CPB_KNOB_CHOICE, .def = "zigzag", .choices = "zigzag|striped|contiguous",
+     .arg = "zigzag|striped|contiguous",
+     .help = "which tokens a rank holds: zigzag chunks r and 2C-1-r (balanced), striped t mod C (balanced, "
+             "Brandon et al. 2023) or contiguous (rank C-1 does C times rank 0's attention)"},
+    {NULL}};
+
 const cpb_method cpb_method_ring = {
     .name = "ring",
-    .summary = "Ring Attention, zigzag: K,V rotate around the ring, partials merged by lse",
+    .summary = "Ring Attention (zigzag, striped or contiguous): K,V rotate around the ring, partials merged by lse",
     .check = ring_check,
-    .token_layout = cpb_layout_zigzag,
+    .token_layout = ring_token_layout,
     .weight_shard = NULL,
     .state_size = sizeof(ring_state),
     .forward = ring_forward,
     .backward = ring_backward,
+    .knobs = ring_knobs,
 };

@@ -1,4 +1,5 @@
 /* usp.c — the USP method struct and its per-rank shape (phases in usp_fwd.c, usp_bwd.c). */
+#include "common/dring_attn.h"
 #include "common/knobs.h"
 #include "usp/usp.h"
 
@@ -37,6 +38,8 @@ int usp_shape_of(cpb_ctx *ctx, const cpb_layer *L, usp_shape *sh)
     sh->ring.d = sh->d;
     sh->ring.dtype = p->dtype;
     sh->ring.kv_scratch = 0;
+    sh->ring.layout = CPB_BLK_ZIGZAG; /* the grid's layout (common/grid.h) puts ring order in zigzag */
+    sh->ring.inner = cpb_dring_inner(p); /* dring's inner rings (0 for usp: one ring) */
     return CPB_OK;
 }
 

@@ -67,7 +67,9 @@ Test(knobs, a_method_gets_its_own_knobs_with_defaults)
     cr_expect_str_eq(cpb_knob_str(&p, "framework"), "torchtitan", "the driver's knobs, at their defaults");
     cr_expect_str_eq(cpb_knob_str(&p, "attn"), "auto");
     cr_assert_eq(cpb_knobs_apply(ring, &given, &p, err, sizeof err), CPB_OK, "%s", err);
-    cr_expect_eq(p.knobs.n, general, "ring has no knobs of its own");
+    cr_expect_eq(p.knobs.n, 1 + general, "ring's one knob: ring_layout");
+    cr_expect_str_eq(cpb_knob_str(&p, "ring_layout"), "zigzag", "ring's knob not given: its default");
+    cr_expect_null(cpb_knobs_find(&p.knobs, "head_chunk"), "upipe's knob is not ring's");
     /* the check is the knob's own */
     cpb_knobs_set_int(&given, "head_chunk", 3);
     cr_expect_eq(cpb_knobs_apply(upipe, &given, &p, err, sizeof err), CPB_ERR_REFUSED);
