@@ -41,6 +41,9 @@ void cpb_model_estimate_print(FILE *f, const cpb_model_estimate *e)
             e->status == CPB_ERR_NOMEM_HOST ? "host-oom" : cpb_status_name(e->status),
             e->reason[0] ? " — " : "", e->reason);
     if (e->attn.code != CPB_OK) return;
+    fprintf(f, "attention: forward %s, backward %s (the attention layer's calls: %s)\n", e->attn.attn_fwd_impl,
+            e->attn.attn_bwd_impl, e->attn.attn_calls);
+    if (e->attn.estimates[0]) fprintf(f, "estimates: %s (taken from estimates, not measurements)\n", e->attn.estimates);
     if (e->status == CPB_ERR_OOM) {
         char fx[512];
         cpb_setup_fixes(&e->setup, fx, sizeof fx);

@@ -112,10 +112,8 @@ static void flash_route(const cpb_attn_args *a, int bwd, cpb_attn_choice choice,
     r->impl = impl;
     if (!(caps & CPB_ATTN_CAP_FLASH_MODEL)) {
         r->unavailable = 1;
-        snprintf(r->why, sizeof r->why,
-                 "--attn %s is a simulator-only accounting input (%s's published curve): this backend has no "
-                 "FlashAttention kernel; use --backend sim, or --attn auto|cudnn|own",
-                 cpb_attn_impl_name(impl), who);
+        snprintf(r->why, sizeof r->why, "--attn %s is simulator-only (%s's published curve): no such kernel here; "
+                 "use --backend sim or --attn auto|cudnn|own", cpb_attn_impl_name(impl), who);
     }
 }
 
