@@ -254,7 +254,7 @@ static const cpb_gpu_profile profiles[] = {
         .host_mem_bw = SPR_2DPC_HOST_BW,     /* [EST] as DGX H100 */
         .fp8_flops = 1979e12,                /* [DS-H800] 3,958 TFLOPS with sparsity */
         .hw = {
-            .peak_flops = 989e12,            /* [DS-H800] bf16 1,979 TFLOPS with sparsity */
+            .peak_flops = 989.5e12,          /* [DS-H800] bf16 1,979 TFLOPS with sparsity */
             .num_sms = 132,                  /* [DS-H800] the H100 SXM5's GH100 configuration */
             .gemm_eff_max = 0.75, .gemm_k_half = 128, .gemm_tile_m = 128, .gemm_tile_n = 256,
             .attn_fwd_eff_max = HOPPER_ATTN_FWD_EFF, .attn_fwd_k_half = HOPPER_ATTN_FWD_KHALF,
@@ -320,7 +320,7 @@ static const cpb_gpu_profile profiles[] = {
         .host_mem_bw = SPR_2DPC_HOST_BW,     /* [EST] two Sapphire Rapids sockets assumed */
         .fp8_flops = 1513e12,                /* [DS-H100] 3,026 TFLOPS with sparsity */
         .hw = {
-            .peak_flops = 756e12,            /* [DS-H100] bf16 1,513 TFLOPS with sparsity */
+            .peak_flops = 756.5e12,          /* [DS-H100] bf16 1,513 TFLOPS with sparsity */
             .num_sms = 114,                  /* [DS] H100 PCIe: 114 SMs (NVIDIA H100 whitepaper) */
             .gemm_eff_max = 0.75, .gemm_k_half = 128, .gemm_tile_m = 128, .gemm_tile_n = 256,
             .attn_fwd_eff_max = HOPPER_ATTN_FWD_EFF, .attn_fwd_k_half = HOPPER_ATTN_FWD_KHALF,
