@@ -441,10 +441,10 @@ void cpb_gpu_profile_attn_model(const cpb_gpu_profile *p, char *out, size_t len)
         n += (size_t)snprintf(out + n, len - n, ", fa3 %.0f/%.0f",
                               cpb_sim_flash_bench_eff(h, CPB_ATTN_FA3, 0, 0, L, d) * h->peak_flops / 1e12,
                               cpb_sim_flash_bench_eff(h, CPB_ATTN_FA3, 1, 0, L, d) * h->peak_flops / 1e12);
-    else
-        n += (size_t)snprintf(out + n, len - n, ", fa3 none (needs sm90, this GPU is sm%d)", h->sm_arch);
     if (n < len)
-        snprintf(out + n, len - n, " TFLOP/s at d 128, 16K, unmasked (published curves: estimates, docs/attention.md)");
+        n += (size_t)snprintf(out + n, len - n, " TFLOP/s at d 128, 16K, unmasked (published curves: estimates)");
+    if (n < len && h->sm_arch != 90)
+        snprintf(out + n, len - n, "; no fa3 (needs sm90, this GPU is sm%d)", h->sm_arch);
 }
 
 const char *cpb_gpu_profile_estimates(const cpb_gpu_profile *p)
