@@ -7,6 +7,7 @@
 
 #include "gpu_profiles.h"
 #include "row.h"
+#include "sim/sim_attn_curves.h"
 
 const cpb_knob cpb_attn_knobs[] = {
     {.name = "attn", .type = CPB_KNOB_CHOICE, .def = "auto", .choices = "auto|cudnn|own|fa2|fa3",
@@ -14,6 +15,16 @@ const cpb_knob cpb_attn_knobs[] = {
      .help = "attention: cuDNN's fused SDPA for the calls it serves (auto: where the backend has it), our kernels, "
              "or (sim only, estimates) FlashAttention-2/-3's published curves (docs/attention.md)"},
     {NULL}};
+
+double cpb_attn_fwd_ceiling(const cpb_problem *p, const cpb_sim_hw *hw)
+{
+    switch (cpb_attn_choice_parse(cpb_knob_str(p, "attn"))) {
+    case CPB_ATTN_CHOOSE_OWN: return hw->attn_own_fwd_eff_max;
+    case CPB_ATTN_CHOOSE_FA2: return cpb_sim_flash_bench_eff(hw, CPB_ATTN_FA2, 0, 1, CPB_FLASH_CURVE_TOKENS, p->d);
+    case CPB_ATTN_CHOOSE_FA3: return cpb_sim_flash_bench_eff(hw, CPB_ATTN_FA3, 0, 1, CPB_FLASH_CURVE_TOKENS, p->d);
+    default: return hw->attn_fwd_eff_max;
+    }
+}
 
 int cpb_attn_choice_is_estimate(const char *choice)
 {

@@ -36,6 +36,11 @@ void cpb_attn_impls_line(const cpb_backend *cuda, char *out, size_t len);
  * attn_impl, attn_fwd_impl, attn_bwd_impl (the implementation per call class), attn_calls */
 struct cpb_row;
 void cpb_attn_row_fill(const cpb_ctx *ctx, struct cpb_row *r);
+/* the fraction of hw's peak a long causal attention forward of p's --attn reaches (cudnn,
+ * auto: the profile's cuDNN ceiling; own: ours; fa2, fa3: the published 16K causal point
+ * at p's head dim): what the model scope's selective recompute of the attention core costs */
+struct cpb_sim_hw;
+double cpb_attn_fwd_ceiling(const cpb_problem *p, const struct cpb_sim_hw *hw);
 /* the row's estimates column: attn.fa2 / attn.fa3 where a call class ran on a published
  * curve, then gpu.KEY for each estimated figure of the profile (NULL: none) */
 void cpb_attn_row_estimates(struct cpb_row *r, const struct cpb_gpu_profile *prof);

@@ -339,8 +339,8 @@ static int attn_op(cpb_ctx *ctx, int stream, const cpb_attn_args *a, cpb_attn_im
 
 
 /* A call cuDNN (or, in the simulator, FlashAttention) serves through temporaries
- * (cpb_attn_route.h, CPB_ATTN_ADAPT_*): what it cannot write or read in place is a contiguous, aligned temporary, copied (o, lse) or
- * added (dq, dk, dv) to the caller's views.  Allocated in one order, sized with the
+ * (cpb_attn_route.h, CPB_ATTN_ADAPT_*): what it cannot write or read in place is a
+ * contiguous, aligned temporary, copied (o, lse) or added (dq, dk, dv) to the caller's views.  Allocated in one order, sized with the
  * longer of the call's two lengths, so every rank of a step allocates alike. */
 static int attn_cudnn_adapted(cpb_ctx *ctx, int stream, const cpb_attn_args *a, int bwd, int adapt, cpb_attn_impl impl)
 {

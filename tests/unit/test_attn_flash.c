@@ -305,3 +305,17 @@ Test(attn_flash, fa3_predicts_faster_than_fa2_on_hopper)
     /* FA3's curve is 1.7-1.8x FA2's at long lengths on the H100 (Fig. 5-6) */
     cr_expect_gt(step[0], 1.4 * step[1], "fa2 %g s, fa3 %g s", step[0], step[1]);
 }
+
+/* the model scope's selective recompute of the attention core costs at --attn's ceiling */
+Test(attn_flash, recompute_ceiling_follows_the_choice)
+{
+    cpb_gpu_profile h100;
+    char err[256];
+    cr_assert_eq(cpb_gpu_profile_get("h100-sxm", &h100, err, sizeof err), CPB_OK);
+    cpb_problem p = llama(1 << 20, 8, "attn", "fa3", NULL, NULL);
+    cr_expect_float_eq(cpb_attn_fwd_ceiling(&p, &h100.hw), 616e12 / CPB_FLASH_CURVE_PEAK, 1e-12);
+    p = llama(1 << 20, 8, "attn", "own", NULL, NULL);
+    cr_expect_float_eq(cpb_attn_fwd_ceiling(&p, &h100.hw), h100.hw.attn_own_fwd_eff_max, 1e-12);
+    p = llama(1 << 20, 8, NULL, NULL, NULL, NULL);
+    cr_expect_float_eq(cpb_attn_fwd_ceiling(&p, &h100.hw), h100.hw.attn_fwd_eff_max, 1e-12);
+}
