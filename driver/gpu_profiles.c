@@ -263,11 +263,11 @@ static const cpb_gpu_profile profiles[] = {
             .attn_tile_rows = 128,
             .hbm_bw = 3.0e12,                /* [DS-H800] 3.35 TB/s; [EST] ~90% achieved */
             /* [DS-H800] NVLink 400 GB/s against the H100's 900 GB/s: the H100's measured bus
-             * bandwidth [PN] scaled by 400/900 [EST]; DeepSeek-V3's report (section 3.2.2)
-             * puts H800 NVLink at 160 GB/s achieved, which agrees */
+             * bandwidth [PN] scaled by 400/900 [EST]; DeepSeek-V3's report (arXiv 2412.19437,
+             * section 3.2.2) states 160 GB/s for its H800 NVLink, which agrees */
             .a2a_busbw = 164e9, .sendrecv_busbw = 164e9, .coll_busbw = 164e9,
             .inter_busbw = 45e9,             /* [EST] usual server: one 400 Gb/s NIC per GPU as
-                                                HGX H100 (DeepSeek-V3 reports 50 GB/s IB per GPU) */
+                                                HGX H100 (DeepSeek-V3's report: 50 GB/s IB per GPU) */
             .coll_lat = 10e-6, .inter_lat = 20e-6,
             .pcie_gpu_bw = 55e9, .pcie_node_bw = 220e9, /* [DS-H800] PCIe Gen5 128 GB/s; as H100 */
             .pcie_pageable_bw = HOST_PAGEABLE_BW, .host_fill_bw = HOST_FILL_BW,
