@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "attn_choice.h"
 #include "cpb_attn_route.h"
@@ -318,4 +319,35 @@ Test(attn_flash, recompute_ceiling_follows_the_choice)
     cr_expect_float_eq(cpb_attn_fwd_ceiling(&p, &h100.hw), h100.hw.attn_own_fwd_eff_max, 1e-12);
     p = llama(1 << 20, 8, NULL, NULL, NULL, NULL);
     cr_expect_float_eq(cpb_attn_fwd_ceiling(&p, &h100.hw), h100.hw.attn_fwd_eff_max, 1e-12);
+}
+
+/* --calibration overrides a profile's figure on a simulated row, and the row no longer
+ * lists it among its estimates */
+Test(attn_flash, calibrated_figure_leaves_the_row_estimates)
+{
+    const cpb_method *m = cpb_method_find("ulysses");
+    cr_assert(m);
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/cpb_calib_flash_%d.txt", (int)getpid());
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs("a2a_busbw_gbs = 120\nmem_gib = 79\n", f);
+    fclose(f);
+    cpb_problem p = llama(64 * 1024, 8, NULL, NULL, NULL, NULL);
+    static cpb_row plain, calibrated;
+    cpb_sim_opts o = {0};
+    o.gpu = "h800";
+    cr_assert_eq(cpb_sim_layer(&p, m, &o, &plain), CPB_OK);
+    o.calibration = path;
+    cr_assert_eq(cpb_sim_layer(&p, m, &o, &calibrated), CPB_OK);
+    unlink(path);
+    cr_assert_str_eq(calibrated.status, "ok", "%s", calibrated.reason);
+    cr_expect(strstr(plain.estimates, "gpu.a2a_busbw_gbs") && strstr(plain.estimates, "gpu.mem_gib"), "%s",
+              plain.estimates);
+    cr_expect(!strstr(calibrated.estimates, "gpu.a2a_busbw_gbs") && !strstr(calibrated.estimates, "gpu.mem_gib"),
+              "%s", calibrated.estimates);
+    cr_expect(strstr(calibrated.estimates, "gpu.inter_busbw_gbs"), "%s", calibrated.estimates);
+    /* the slower all-to-all shows in the step, the smaller memory in the capacity */
+    cr_expect_gt(calibrated.step_s, plain.step_s);
+    cr_expect_lt(calibrated.capacity_bytes, plain.capacity_bytes);
 }
