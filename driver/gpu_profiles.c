@@ -16,6 +16,8 @@
 #include <string.h>
 
 #include "cpb.h"
+#include "cpb_attn_route.h"
+#include "sim/sim_attn_curves.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define MIB (1024.0 * 1024.0)
@@ -136,6 +138,7 @@ static const cpb_gpu_profile profiles[] = {
             .pcie_pageable_bw = HOST_PAGEABLE_BW, .host_fill_bw = HOST_FILL_BW,
             .launch = 4e-6,                  /* [EST] back-to-back kernel launch overhead */
             .gpus_per_node = 8,
+            .sm_arch = 90,                   /* [DS] Hopper, compute capability 9.0 */
         },
     },
     {
@@ -162,6 +165,7 @@ static const cpb_gpu_profile profiles[] = {
             .pcie_pageable_bw = HOST_PAGEABLE_BW, .host_fill_bw = HOST_FILL_BW,
             .launch = 4e-6,
             .gpus_per_node = 8,
+            .sm_arch = 90,
         },
     },
     {
@@ -196,6 +200,7 @@ static const cpb_gpu_profile profiles[] = {
             .pcie_pageable_bw = HOST_PAGEABLE_BW, .host_fill_bw = HOST_FILL_BW,
             .launch = 4e-6,
             .gpus_per_node = 8,
+            .sm_arch = 80,                   /* [DS] Ampere, compute capability 8.0 */
         },
     },
     {
@@ -221,18 +226,257 @@ static const cpb_gpu_profile profiles[] = {
             .pcie_pageable_bw = HOST_PAGEABLE_BW, .host_fill_bw = HOST_FILL_BW,
             .launch = 4e-6,
             .gpus_per_node = 8,
+            .sm_arch = 80,                   /* [DS] Ampere, compute capability 8.0 */
         },
+    },    /* ---- issue 24: the GPUs of published long-context measurements.  Sources, named in
+     * docs/simulator.md's profile table too:
+     *   [DS-H100] NVIDIA H100 Tensor Core GPU datasheet (H100 SXM, H100 NVL columns; the
+     *             earlier edition's H100 PCIe column), resources.nvidia.com/en-us-tensor-core
+     *   [DS-H800] NVIDIA H800 Tensor Core GPU datasheet (H800 SXM5: the H100 SXM5's figures
+     *             but NVLink 400 GB/s and FP64 1 TFLOPS)
+     *   [DS-A800] NVIDIA A800 Tensor Core GPU datasheet (A800 80GB SXM: the A100 80GB SXM's
+     *             figures but NVLink 400 GB/s)
+     *   [DS-B200] NVIDIA HGX B200 / DGX B200 datasheets (per-GPU = the 8-GPU board's figure / 8)
+     *   [SMI]     the memory the driver reports (nvidia-smi "MiB" total), as published in
+     *             logs: H100 NVL 95830 MiB, B200 183359 MiB, H100 PCIe 81559 MiB
+     * The datasheets print tensor rates with sparsity and mark them so; the dense rate is half
+     * of it.  "Usual server": the vendor's 8-GPU board (HGX/DGX) for SXM parts; a PCIe part's
+     * server is an assumption, and its fields are listed in .estimated. */
+    {
+        .name = "h800",
+        .description = "NVIDIA H800 SXM5 80 GB (HGX H800 node, 8 GPUs, NVLink 400 GB/s, NDR)",
+        .mem_bytes = (int64_t)(81559 * MIB), /* [DS-H800] 80 GB HBM3; [EST] the H100 SXM5's driver figure
+                                                (same board and HBM stacks; no H800 log was found) */
+        .reserve_bytes = RESERVE_BYTES,
+        .cuda_ctx_bytes = CUDA_CTX_LAZY_BYTES, .cublaslt_ws_bytes = CUBLASLT_WS_HOPPER,
+        .nccl_channels = NCCL_RING_CHANNELS_NVSWITCH,
+        .host_node_bytes = (int64_t)2 << 40, /* [EST] usual HGX server: as DGX H100, 2 TB */
+        .host_mem_bw = SPR_2DPC_HOST_BW,     /* [EST] as DGX H100 */
+        .fp8_flops = 1979e12,                /* [DS-H800] 3,958 TFLOPS with sparsity */
+        .hw = {
+            .peak_flops = 989.5e12,          /* [DS-H800] bf16 1,979 TFLOPS with sparsity */
+            .num_sms = 132,                  /* [DS-H800] the H100 SXM5's GH100 configuration */
+            .gemm_eff_max = 0.75, .gemm_k_half = 128, .gemm_tile_m = 128, .gemm_tile_n = 256,
+            .attn_fwd_eff_max = HOPPER_ATTN_FWD_EFF, .attn_fwd_k_half = HOPPER_ATTN_FWD_KHALF,
+            .attn_bwd_eff_max = HOPPER_ATTN_BWD_EFF, .attn_bwd_k_half = HOPPER_ATTN_BWD_KHALF,
+            .attn_own_fwd_eff_max = HOPPER_OWN_FWD_EFF, .attn_own_bwd_eff_max = HOPPER_OWN_BWD_EFF,
+            .attn_tile_rows = 128,
+            .hbm_bw = 3.0e12,                /* [DS-H800] 3.35 TB/s; [EST] ~90% achieved */
+            /* [DS-H800] NVLink 400 GB/s against the H100's 900 GB/s: the H100's measured bus
+             * bandwidth [PN] scaled by 400/900 [EST]; DeepSeek-V3's report (arXiv 2412.19437,
+             * section 3.2.2) states 160 GB/s for its H800 NVLink, which agrees */
+            .a2a_busbw = 164e9, .sendrecv_busbw = 164e9, .coll_busbw = 164e9,
+            .inter_busbw = 45e9,             /* [EST] usual server: one 400 Gb/s NIC per GPU as
+                                                HGX H100 (DeepSeek-V3's report: 50 GB/s IB per GPU) */
+            .coll_lat = 10e-6, .inter_lat = 20e-6,
+            .pcie_gpu_bw = 55e9, .pcie_node_bw = 220e9, /* [DS-H800] PCIe Gen5 128 GB/s; as H100 */
+            .pcie_pageable_bw = HOST_PAGEABLE_BW, .host_fill_bw = HOST_FILL_BW,
+            .launch = 4e-6,
+            .gpus_per_node = 8,
+            .sm_arch = 90,
+        },
+        .estimated = "mem_gib,a2a_busbw_gbs,sendrecv_busbw_gbs,coll_busbw_gbs,inter_busbw_gbs,host_mem_gib,host_mem_gbs",
     },
+    {
+        .name = "a800-80g",
+        .description = "NVIDIA A800 SXM4 80 GB (HGX A800 node, 8 GPUs, NVLink 400 GB/s, HDR)",
+        .mem_bytes = (int64_t)(81920 * MIB), /* [DS-A800] 80 GB HBM2e; [EST] the A100 80GB SXM4's driver figure */
+        .reserve_bytes = RESERVE_BYTES,
+        .cuda_ctx_bytes = CUDA_CTX_LAZY_BYTES, .cublaslt_ws_bytes = CUBLASLT_WS_AMPERE,
+        .nccl_channels = NCCL_RING_CHANNELS_NVSWITCH,
+        .host_node_bytes = (int64_t)2 << 40, /* [EST] usual HGX server: as DGX A100 640 GB, 2 TB */
+        .host_mem_bw = ROME_2DPC_HOST_BW,    /* [EST] as DGX A100 */
+        .fp8_flops = 0,                      /* [DS-A800] no fp8 tensor cores */
+        .hw = {
+            .peak_flops = 312e12,            /* [DS-A800] bf16 312 TFLOPS (624 with sparsity) */
+            .num_sms = 108,                  /* [DS-A800] GA100 as A100 */
+            .gemm_eff_max = 0.80, .gemm_k_half = 128, .gemm_tile_m = 128, .gemm_tile_n = 256,
+            .attn_fwd_eff_max = 0.70, .attn_fwd_k_half = HOPPER_ATTN_FWD_KHALF, /* [EST] as a100-80g */
+            .attn_bwd_eff_max = 0.60, .attn_bwd_k_half = HOPPER_ATTN_BWD_KHALF,
+            .attn_own_fwd_eff_max = AMPERE_OWN_FWD_EFF, .attn_own_bwd_eff_max = AMPERE_OWN_BWD_EFF,
+            .attn_tile_rows = 128,
+            .hbm_bw = 1.8e12,                /* [DS-A800] 2,039 GB/s; [EST] ~90% achieved */
+            /* [DS-A800] NVLink 400 GB/s against the A100's 600 GB/s: the a100-80g bus
+             * bandwidth scaled by 400/600 [EST] */
+            .a2a_busbw = 153e9, .sendrecv_busbw = 153e9, .coll_busbw = 153e9,
+            .inter_busbw = 22.5e9,           /* [EST] usual server: one 200 Gb/s HDR NIC per GPU as DGX A100 */
+            .coll_lat = 10e-6, .inter_lat = 20e-6,
+            .pcie_gpu_bw = 25e9, .pcie_node_bw = 100e9, /* [DS-A800] PCIe Gen4 64 GB/s; as A100 */
+            .pcie_pageable_bw = HOST_PAGEABLE_BW, .host_fill_bw = HOST_FILL_BW,
+            .launch = 4e-6,
+            .gpus_per_node = 8,
+            .sm_arch = 80,
+        },
+        .estimated = "mem_gib,a2a_busbw_gbs,sendrecv_busbw_gbs,coll_busbw_gbs,inter_busbw_gbs,host_mem_gib,host_mem_gbs",
+    },
+    {
+        .name = "h100-pcie",
+        .description = "NVIDIA H100 PCIe 80 GB (8 cards in a PCIe server, NVLink bridges in pairs)",
+        .mem_bytes = (int64_t)(81559 * MIB), /* [DS-H100] 80 GB HBM2e; [SMI] 81559 MiB */
+        .reserve_bytes = RESERVE_BYTES,
+        .cuda_ctx_bytes = CUDA_CTX_LAZY_BYTES, .cublaslt_ws_bytes = CUBLASLT_WS_HOPPER,
+        .nccl_channels = NCCL_RING_CHANNELS_NVSWITCH, /* [EST] */
+        .host_node_bytes = (int64_t)2 << 40, /* [EST] usual server assumed: 2 TB as the HGX nodes */
+        .host_mem_bw = SPR_2DPC_HOST_BW,     /* [EST] two Sapphire Rapids sockets assumed */
+        .fp8_flops = 1513e12,                /* [DS-H100] 3,026 TFLOPS with sparsity */
+        .hw = {
+            .peak_flops = 756.5e12,          /* [DS-H100] bf16 1,513 TFLOPS with sparsity */
+            .num_sms = 114,                  /* [DS] H100 PCIe: 114 SMs (NVIDIA H100 whitepaper) */
+            .gemm_eff_max = 0.75, .gemm_k_half = 128, .gemm_tile_m = 128, .gemm_tile_n = 256,
+            .attn_fwd_eff_max = HOPPER_ATTN_FWD_EFF, .attn_fwd_k_half = HOPPER_ATTN_FWD_KHALF,
+            .attn_bwd_eff_max = HOPPER_ATTN_BWD_EFF, .attn_bwd_k_half = HOPPER_ATTN_BWD_KHALF,
+            .attn_own_fwd_eff_max = HOPPER_OWN_FWD_EFF, .attn_own_bwd_eff_max = HOPPER_OWN_BWD_EFF,
+            .attn_tile_rows = 128,
+            .hbm_bw = 1.8e12,                /* [DS-H100] 2.0 TB/s; [EST] ~90% achieved */
+            /* [DS-H100] NVLink bridge 600 GB/s joins two cards only; PCIe Gen5 128 GB/s (64 each
+             * way).  A collective over the usual server's 8 cards crosses PCIe, so its bus
+             * bandwidth is PCIe's: [EST] ~80% of 64 GB/s; a ring step is as slow as its
+             * slowest (PCIe) hop, so send/recv too */
+            .a2a_busbw = 50e9, .sendrecv_busbw = 50e9, .coll_busbw = 50e9,
+            .inter_busbw = 45e9,             /* [EST] usual server assumed: one 400 Gb/s NIC per GPU */
+            .coll_lat = 10e-6, .inter_lat = 20e-6,
+            .pcie_gpu_bw = 55e9,             /* [DS-H100] PCIe Gen5 x16; as H100 SXM [PN] */
+            .pcie_node_bw = 220e9,           /* [EST] four Gen5 x16 uplinks, as HGX */
+            .pcie_pageable_bw = HOST_PAGEABLE_BW, .host_fill_bw = HOST_FILL_BW,
+            .launch = 4e-6,
+            .gpus_per_node = 8,              /* [EST] usual server assumed: 8 cards */
+            .sm_arch = 90,
+        },
+        .estimated = "a2a_busbw_gbs,sendrecv_busbw_gbs,coll_busbw_gbs,inter_busbw_gbs,pcie_node_gbs,host_mem_gib,"
+                     "host_mem_gbs,gpus_per_node,nccl_channels",
+    },
+    {
+        .name = "h100-nvl",
+        .description = "NVIDIA H100 NVL 94 GB (PCIe cards, NVLink bridges in pairs; 8 cards per server)",
+        .mem_bytes = (int64_t)(95830 * MIB), /* [DS-H100] 94 GB HBM3; [SMI] 95830 MiB */
+        .reserve_bytes = RESERVE_BYTES,
+        .cuda_ctx_bytes = CUDA_CTX_LAZY_BYTES, .cublaslt_ws_bytes = CUBLASLT_WS_HOPPER,
+        .nccl_channels = NCCL_RING_CHANNELS_NVSWITCH, /* [EST] */
+        .host_node_bytes = (int64_t)2 << 40, /* [EST] usual server assumed: 2 TB */
+        .host_mem_bw = SPR_2DPC_HOST_BW,     /* [EST] */
+        .fp8_flops = 1670.5e12,              /* [DS-H100] 3,341 TFLOPS with sparsity */
+        .hw = {
+            .peak_flops = 835.5e12,          /* [DS-H100] bf16 1,671 TFLOPS with sparsity */
+            .num_sms = 132,                  /* [DS] H100 NVL: the full 132-SM configuration */
+            .gemm_eff_max = 0.75, .gemm_k_half = 128, .gemm_tile_m = 128, .gemm_tile_n = 256,
+            .attn_fwd_eff_max = HOPPER_ATTN_FWD_EFF, .attn_fwd_k_half = HOPPER_ATTN_FWD_KHALF,
+            .attn_bwd_eff_max = HOPPER_ATTN_BWD_EFF, .attn_bwd_k_half = HOPPER_ATTN_BWD_KHALF,
+            .attn_own_fwd_eff_max = HOPPER_OWN_FWD_EFF, .attn_own_bwd_eff_max = HOPPER_OWN_BWD_EFF,
+            .attn_tile_rows = 128,
+            .hbm_bw = 3.5e12,                /* [DS-H100] 3.9 TB/s; [EST] ~90% achieved */
+            /* [DS-H100] NVLink bridge 600 GB/s between two cards, PCIe Gen5 128 GB/s: the
+             * 8-card server's collectives cross PCIe, as h100-pcie [EST] */
+            .a2a_busbw = 50e9, .sendrecv_busbw = 50e9, .coll_busbw = 50e9,
+            .inter_busbw = 45e9,             /* [EST] usual server assumed: one 400 Gb/s NIC per GPU */
+            .coll_lat = 10e-6, .inter_lat = 20e-6,
+            .pcie_gpu_bw = 55e9, .pcie_node_bw = 220e9, /* [DS-H100] Gen5 x16; node [EST] */
+            .pcie_pageable_bw = HOST_PAGEABLE_BW, .host_fill_bw = HOST_FILL_BW,
+            .launch = 4e-6,
+            .gpus_per_node = 8,              /* [EST] usual server assumed: 8 cards */
+            .sm_arch = 90,
+        },
+        .estimated = "a2a_busbw_gbs,sendrecv_busbw_gbs,coll_busbw_gbs,inter_busbw_gbs,pcie_node_gbs,host_mem_gib,"
+                     "host_mem_gbs,gpus_per_node,nccl_channels",
+    },
+    {
+        .name = "b200",
+        .description = "NVIDIA B200 180 GB (HGX/DGX B200 node, 8 GPUs, NVLink 5, NDR)",
+        .mem_bytes = (int64_t)(183359 * MIB), /* [DS-B200] 1,440 GB HBM3e per 8 GPUs = 180 GB; [SMI] 183359 MiB */
+        .reserve_bytes = RESERVE_BYTES,
+        .cuda_ctx_bytes = CUDA_CTX_LAZY_BYTES,
+        .cublaslt_ws_bytes = CUBLASLT_WS_HOPPER, /* [EST] PyTorch's 9.x size, assumed for 10.x */
+        .nccl_channels = NCCL_RING_CHANNELS_NVSWITCH,
+        .host_node_bytes = (int64_t)2 << 40, /* [DS-B200] DGX B200: 2 TB system memory (MLPerf
+                                                systems list 32 x 64 GB DIMMs) */
+        .host_mem_bw = SPR_2DPC_HOST_BW,     /* [EST] two Xeon sockets, 2 DIMMs per channel, as DGX H100 */
+        .fp8_flops = 4.5e15,                 /* [DS-B200] 72 PFLOPS fp8 with sparsity per 8 GPUs */
+        .hw = {
+            .peak_flops = 2.25e15,           /* [DS-B200] 36 PFLOPS fp16/bf16 with sparsity per 8 GPUs */
+            .num_sms = 148,                  /* device query of a B200 (148 multiprocessors) */
+            .gemm_eff_max = 0.75, .gemm_k_half = 128, .gemm_tile_m = 128, .gemm_tile_n = 256, /* [EST] as Hopper */
+            /* [EST] cuDNN's and our kernels' fractions of peak carried over from Hopper: no
+             * published B200 attention curve was found; calibrate on the GPU */
+            .attn_fwd_eff_max = HOPPER_ATTN_FWD_EFF, .attn_fwd_k_half = HOPPER_ATTN_FWD_KHALF,
+            .attn_bwd_eff_max = HOPPER_ATTN_BWD_EFF, .attn_bwd_k_half = HOPPER_ATTN_BWD_KHALF,
+            .attn_own_fwd_eff_max = HOPPER_OWN_FWD_EFF, .attn_own_bwd_eff_max = HOPPER_OWN_BWD_EFF,
+            .attn_tile_rows = 128,
+            .hbm_bw = 7.2e12,                /* [DS-B200] 64 TB/s per 8 GPUs = 8 TB/s; [EST] ~90% */
+            /* [DS-B200] NVLink 5: 1.8 TB/s per GPU, twice the H100's 900 GB/s: the H100's
+             * measured bus bandwidth [PN] doubled [EST] */
+            .a2a_busbw = 740e9, .sendrecv_busbw = 740e9, .coll_busbw = 740e9,
+            .inter_busbw = 45e9,             /* [DS-B200] 8 x 400 Gb/s ConnectX-7 per node (one per
+                                                GPU); [EST] NCCL reaches ~90% */
+            .coll_lat = 10e-6, .inter_lat = 20e-6,
+            .pcie_gpu_bw = 55e9,             /* PCIe Gen5 x16 host link (MLPerf B200 systems); as H100 */
+            .pcie_node_bw = 220e9,           /* [EST] as HGX H100 */
+            .pcie_pageable_bw = HOST_PAGEABLE_BW, .host_fill_bw = HOST_FILL_BW,
+            .launch = 4e-6,
+            .gpus_per_node = 8,
+            .sm_arch = 100,                  /* Blackwell, compute capability 10.0 */
+        },
+        .estimated = "attn_fwd_tflops,attn_bwd_tflops,attn_own_fwd_tflops,attn_own_bwd_tflops,gemm_tflops,"
+                     "a2a_busbw_gbs,sendrecv_busbw_gbs,coll_busbw_gbs,host_mem_gbs,cublaslt_ws_mib",
+    },
+};
+
+/* Other names of a profile: the generic part name people write for the usual variant */
+static const struct { const char *alias, *name; } aliases[] = {
+    {"h100", "h100-sxm"}, /* "H100" in papers and framework docs is the SXM5 part of HGX/DGX H100 */
 };
 
 void cpb_gpu_profile_attn_model(const cpb_gpu_profile *p, char *out, size_t len)
 {
     const cpb_sim_hw *h = &p->hw;
-    snprintf(out, len,
-             "attention: cudnn %.0f/%.0f TFLOP/s fwd/bwd ceiling (cuDNN fused SDPA; Hopper: cuDNN 9.19 measured on "
-             "H200 [PN], else [EST]), own %.0f/%.0f TFLOP/s (our kernels, [EST] until calibrated)",
-             h->attn_fwd_eff_max * h->peak_flops / 1e12, h->attn_bwd_eff_max * h->peak_flops / 1e12,
-             h->attn_own_fwd_eff_max * h->peak_flops / 1e12, h->attn_own_bwd_eff_max * h->peak_flops / 1e12);
+    const double d = 128, L = 16384; /* the FlashAttention curves' point quoted */
+    size_t n = (size_t)snprintf(
+        out, len,
+        "attention: cudnn %.0f/%.0f TFLOP/s fwd/bwd ceiling (cuDNN fused SDPA; Hopper: cuDNN 9.19 measured on "
+        "H200 [PN], else [EST]), own %.0f/%.0f TFLOP/s (our kernels, [EST] until calibrated), fa2 %.0f/%.0f",
+        h->attn_fwd_eff_max * h->peak_flops / 1e12, h->attn_bwd_eff_max * h->peak_flops / 1e12,
+        h->attn_own_fwd_eff_max * h->peak_flops / 1e12, h->attn_own_bwd_eff_max * h->peak_flops / 1e12,
+        cpb_sim_flash_bench_eff(h, CPB_ATTN_FA2, 0, 0, L, d) * h->peak_flops / 1e12,
+        cpb_sim_flash_bench_eff(h, CPB_ATTN_FA2, 1, 0, L, d) * h->peak_flops / 1e12);
+    if (n >= len) return;
+    if (h->sm_arch == 90)
+        n += (size_t)snprintf(out + n, len - n, ", fa3 %.0f/%.0f",
+                              cpb_sim_flash_bench_eff(h, CPB_ATTN_FA3, 0, 0, L, d) * h->peak_flops / 1e12,
+                              cpb_sim_flash_bench_eff(h, CPB_ATTN_FA3, 1, 0, L, d) * h->peak_flops / 1e12);
+    if (n < len)
+        n += (size_t)snprintf(out + n, len - n, " TFLOP/s at d 128, 16K, unmasked (published curves: estimates)");
+    if (n < len && h->sm_arch != 90)
+        snprintf(out + n, len - n, "; no fa3 (needs sm90, this GPU is sm%d)", h->sm_arch);
+}
+
+const char *cpb_gpu_profile_estimates(const cpb_gpu_profile *p)
+{
+    return p->estimated;
+}
+
+/* a calibrated key is measured: it leaves the profile's list of estimates */
+static void drop_estimate(cpb_gpu_profile *p, const char *key)
+{
+    char out[sizeof p->estimated] = "";
+    size_t n = 0;
+    const char *s = p->estimated;
+    while (*s) {
+        const char *comma = strchr(s, ',');
+        size_t len = comma ? (size_t)(comma - s) : strlen(s);
+        if (!(len == strlen(key) && strncmp(s, key, len) == 0) && n + len + 2 < sizeof out) {
+            if (n) out[n++] = ',';
+            memcpy(out + n, s, len);
+            n += len;
+            out[n] = 0;
+        }
+        s += len + (comma ? 1 : 0);
+    }
+    memcpy(p->estimated, out, sizeof out);
+}
+
+const char *cpb_gpu_profile_alias_at(int i, const char **profile)
+{
+    if (i < 0 || (size_t)i >= sizeof aliases / sizeof aliases[0]) return NULL;
+    if (profile) *profile = aliases[i].name;
+    return aliases[i].alias;
 }
 
 int cpb_gpu_profile_count(void)
@@ -247,11 +491,13 @@ const char *cpb_gpu_profile_name_at(int i)
 
 const char *cpb_gpu_profile_names(void)
 {
-    static char names[256];
+    static char names[512];
     if (!names[0]) {
         size_t len = 0;
         for (int i = 0; i < cpb_gpu_profile_count(); i++)
             len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", i ? ", " : "", profiles[i].name);
+        for (size_t i = 0; i < sizeof aliases / sizeof aliases[0] && len < sizeof names; i++)
+            len += (size_t)snprintf(names + len, sizeof names - len, ", %s (= %s)", aliases[i].alias, aliases[i].name);
     }
     return names;
 }
@@ -259,6 +505,8 @@ const char *cpb_gpu_profile_names(void)
 int cpb_gpu_profile_get(const char *name, cpb_gpu_profile *out, char *err, size_t err_len)
 {
     if (!name || !name[0]) name = CPB_GPU_DEFAULT;
+    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
+        if (strcmp(aliases[i].alias, name) == 0) name = aliases[i].name;
     for (int i = 0; i < cpb_gpu_profile_count(); i++)
         if (strcmp(profiles[i].name, name) == 0) {
             *out = profiles[i];
@@ -326,6 +574,7 @@ static int apply(cpb_gpu_profile *p, const char *key, double v)
     else if (!strcmp(key, "host_mem_gbs")) p->host_mem_bw = v * 1e9;
     else if (!strcmp(key, "fp8_tflops")) p->fp8_flops = v * 1e12;
     else return -1;
+    drop_estimate(p, key);
     return 0;
 }
 

@@ -71,12 +71,19 @@ typedef struct cpb_gpu_profile {
     double host_mem_bw;     /* bytes/s: the node's host (CPU) memory bandwidth, all sockets (a CPU optimizer's pass) */
     double fp8_flops;       /* dense fp8 tensor-core peak, FLOP/s (0: none) */
     cpb_sim_hw hw;          /* the timing model's parameters */
+    /* The figures of this profile that are estimates, not the part's datasheet (or its usual
+     * server's), named by the calibration keys that would replace them, comma-separated
+     * ("" = none): e.g. "mem_gib,a2a_busbw_gbs".  A calibration file setting a key removes
+     * it (a measured value is no longer an estimate).  Rows and `cpbench list` show them
+     * (cpb_gpu_profile_estimates). */
+    char estimated[256];
 } cpb_gpu_profile;
 
 #define CPB_GPU_DEFAULT "h100-sxm"
 
-/* Fill *out with profile `name` (NULL or "" = the default).  Unknown name:
- * CPB_ERR_INVALID with a message listing the valid ones. */
+/* Fill *out with profile `name` (NULL or "" = the default; an alias, e.g. "h100", gives its
+ * profile under the profile's own name).  Unknown name: CPB_ERR_INVALID with a message
+ * listing the valid ones. */
 int cpb_gpu_profile_get(const char *name, cpb_gpu_profile *out, char *err, size_t err_len);
 /* Override constants from a calibration file (format above).  CPB_ERR_IO when it cannot
  * be read, CPB_ERR_INVALID for a bad line. */
@@ -90,10 +97,14 @@ void cpb_gpu_profile_attn_model(const cpb_gpu_profile *p, char *out, size_t len)
 int64_t cpb_gpu_profile_usable(const cpb_gpu_profile *p);
 /* host bytes per GPU: the node's host memory shared by its GPUs */
 int64_t cpb_gpu_profile_host_per_gpu(const cpb_gpu_profile *p);
-/* "h100-sxm, h200, a100-80g, a100-40g" */
+/* the estimated figures of p (its `estimated` list), "" when none */
+const char *cpb_gpu_profile_estimates(const cpb_gpu_profile *p);
+/* "h100-sxm, h200, a100-80g, a100-40g, ..." (profiles, then "h100 (= h100-sxm)" for aliases) */
 const char *cpb_gpu_profile_names(void);
 int cpb_gpu_profile_count(void);
 const char *cpb_gpu_profile_name_at(int i);
+/* the aliases: alias i ("h100") and the profile it names ("h100-sxm"); NULL past the end */
+const char *cpb_gpu_profile_alias_at(int i, const char **profile);
 
 #ifdef __cplusplus
 }

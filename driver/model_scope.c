@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attn_choice.h"
 #include "gpu_profiles.h"
 #include "sim/timeline.h"
 
@@ -346,10 +347,10 @@ static void timing(cpb_model_estimate *e, const shape *x, const cpb_gpu_profile 
     /* attention: the layer trial's forward and backward from the timing model, per
      * sequence of the micro-batch; with full checkpointing the forward runs twice (forward,
      * recompute before backward); selective recompute repeats the attention core's
-     * forward: 2 S^2 H d / C causal FLOPs at the profile's attention ceiling [EST] */
+     * forward: 2 S^2 H d / C causal FLOPs at the ceiling of --attn's implementation [EST] */
     e->attn_layer_s = (full ? 2 * e->attn.fwd_s : e->attn.fwd_s) + e->attn.bwd_s;
     if (su->ckpt == CPB_CKPT_SELECTIVE)
-        e->attn_layer_s += 2 * x->S * x->S * x->H * x->d / x->C / (hw->peak_flops * hw->attn_fwd_eff_max);
+        e->attn_layer_s += 2 * x->S * x->S * x->H * x->d / x->C / (hw->peak_flops * cpb_attn_fwd_ceiling(&e->p, hw));
     e->attn_layer_s *= B;
     /* LoRA: the frozen projections' backward skips their weight-gradient GEMMs (the trial's
      * backward computes them: their FLOPs over the C GPUs, (2 S D (H + 2G) d + 2 S H d D) / C,

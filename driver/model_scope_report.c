@@ -51,6 +51,9 @@ void cpb_model_estimate_print(FILE *f, const cpb_model_estimate *e)
             e->status == CPB_ERR_NOMEM_HOST ? "host-oom" : cpb_status_name(e->status),
             e->reason[0] ? " — " : "", e->reason);
     if (e->attn.code != CPB_OK) return;
+    fprintf(f, "attention: forward %s, backward %s (the attention layer's calls: %s)\n", e->attn.attn_fwd_impl,
+            e->attn.attn_bwd_impl, e->attn.attn_calls);
+    if (e->attn.estimates[0]) fprintf(f, "estimates: %s (taken from estimates, not measurements)\n", e->attn.estimates);
     if (e->status == CPB_ERR_OOM) {
         char fx[512];
         cpb_setup_fixes(&e->setup, fx, sizeof fx);
@@ -152,6 +155,13 @@ void cpb_model_estimate_row(const cpb_model_estimate *e, cpb_row *row)
     const cpb_problem *p = &e->p;
     cpb_row_point(row, e->m, p, &cpb_backend_sim, e->gpu, "model");
     row->peak_tflops = e->attn.peak_tflops; /* the profile the attention layer ran on */
+    /* the attention implementations the layer's calls ran (per call class) and the
+     * estimates the prediction took: the attention layer's, which every layer repeats */
+    CPB_ROW_SET(row, attn_impl, e->attn.attn_impl);
+    CPB_ROW_SET(row, attn_fwd_impl, e->attn.attn_fwd_impl);
+    CPB_ROW_SET(row, attn_bwd_impl, e->attn.attn_bwd_impl);
+    CPB_ROW_SET(row, attn_calls, e->attn.attn_calls);
+    CPB_ROW_SET(row, estimates, e->attn.estimates);
     row->worst_rank = e->attn.worst_rank;
     /* a model that does not fit the host memory is out of memory too */
     cpb_row_set_status(row, e->status == CPB_ERR_NOMEM_HOST ? CPB_ERR_OOM : e->status, e->reason);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attn_choice.h"
 #include "gpu_profiles.h"
 #include "knobs.h"
 #include "model_scope.h"
@@ -148,7 +149,9 @@ static int searched_knobs(const cpb_plan_opts *o, const cpb_method *m, const cpb
                  * searching those covers it, and a duplicate row would only crowd the table */
                 if (len < CPB_KNOB_LEN && !(len == 4 && strncmp(c, "auto", 4) == 0)) {
                     memcpy(v->s[v->n], c, len);
-                    v->s[v->n++][len] = 0;
+                    v->s[v->n][len] = 0;
+                    /* --attn fa2|fa3 are estimates: tried only when given */
+                    if (strcmp(k->name, "attn") != 0 || !cpb_attn_choice_is_estimate(v->s[v->n])) v->n++;
                 }
                 if (!bar) break;
                 c = bar + 1;

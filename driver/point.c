@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attn_choice.h"
 #include "gpu_profiles.h"
 #include "measured.h"
 #include "provenance.h"
@@ -96,7 +97,8 @@ int cpb_run_point(cpb_runner *r, const cpb_method *m, const cpb_problem *p, cons
     const int model = scope && strcmp(scope, "model") == 0;
     cpb_runner_point_row(r, m, p, scope, row);
     char why[1100];
-    if (cpb_method_refusal(m, p, why, sizeof why) != CPB_OK) { /* refused shape: nothing to run */
+    if (cpb_method_refusal(m, p, why, sizeof why) != CPB_OK || /* refused shape: nothing to run */
+        cpb_attn_backend_refusal(p, r->o.be, why, sizeof why) != CPB_OK) { /* --attn fa2|fa3 off the sim */
         cpb_row_set_status(row, CPB_ERR_REFUSED, why);
         cpb_provenance_utc_now(row->timestamp, sizeof row->timestamp);
         return CPB_OK;

@@ -43,8 +43,12 @@ extern "C" {
     S(status, 12, "ok, oom, refused or error (files before schema 4: skipped for refused)") \
     S(reason, 1024, "why the method refused the trial or it failed (empty when ok)")         \
     S(dtype, 8, "storage dtype (bf16, fp32)")                                                \
-    S(attn_impl, 8, "attention implementation the calls ran: cudnn, own or mixed (empty: no attention call)") \
+    S(attn_impl, 8, "attention implementation the calls ran: cudnn, own, fa2, fa3 or mixed (empty: no attention call)") \
+    S(attn_fwd_impl, 8, "the implementation that served the forward calls: cudnn, own, fa2, fa3 or mixed") \
+    S(attn_bwd_impl, 8, "the implementation that served the backward calls: cudnn, own, fa2, fa3 or mixed") \
     S(attn_calls, 192, "attention calls per class (fwd/bwd) and implementation, with why our kernels served a class") \
+    S(estimates, 256, "what the prediction took from estimates, comma-separated: attn.fa2 / attn.fa3 (published " \
+      "curves), gpu.KEY (a GPU profile figure not on its datasheet, named by its calibration key); \"\" none") \
     F(attn_plan_s, "seconds building cuDNN plans in the warm-up, outside the timed steps (cuda; else 0)") \
     I(world_size, "C, ranks / GPUs")                                                         \
     L(seq_len, "S, global tokens")                                                           \

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "attn_choice.h"
 #include "fingerprint.h"
 #include "gpu_profiles.h"
 #include "host_memory.h"
@@ -333,7 +334,7 @@ int cpb_sim_layer(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts 
     }
     row->peak_tflops = prof.hw.peak_flops / 1e12; /* the profile's (calibrated) peak, for the MFUs */
     /* a method's refusal is a result, not bad input */
-    if (cpb_method_refusal(m, p, err, sizeof err) != CPB_OK) {
+    if (cpb_method_refusal(m, p, err, sizeof err) != CPB_OK || cpb_attn_gpu_refusal(p, &prof, err, sizeof err) != CPB_OK) {
         cpb_row_set_status(row, CPB_ERR_REFUSED, err);
         return CPB_OK;
     }
@@ -375,6 +376,7 @@ int cpb_sim_layer(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts 
             fill_times(row, p, &t);
         }
     }
+    cpb_attn_row_estimates(row, &prof); /* what the prediction took from estimates */
     cpb_sim_world_destroy(w);
     return CPB_OK;
 }

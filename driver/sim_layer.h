@@ -15,7 +15,7 @@ extern "C" {
 #endif
 
 typedef struct cpb_sim_opts {
-    const char *gpu;          /* profile name: h100-sxm (default), h200, a100-80g, a100-40g */
+    const char *gpu;          /* profile name or alias (gpu_profiles.h; NULL: h100-sxm) */
     const char *calibration;  /* optional calibration file overriding profile constants */
     int gpus_per_node;        /* 0 = 8 */
     int64_t mem_cap;          /* device capacity in bytes; 0 = the profile's usable memory */

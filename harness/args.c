@@ -83,7 +83,7 @@ static const opt_def opts[] = {
      C_CTX | CMD(device_props) | CMD(plan), BE_ALL, "cpu"},
     {"--gpus", OPT_INT, F(gpus), 0, NULL, "N", "world size (sim; --isolate on cpu/cuda), at most " CPB_STR(CPB_MAX_GPUS), COL, C_POINTS | CMD(plan), BE_ALL, "8"},
     {"--gpus-per-node", OPT_INT, F(gpus_per_node), 0, NULL, "N", "sim: GPUs per node (default 8)", KEY, C_POINTS | CMD(plan), BE_SIM, "4"},
-    {"--gpu", OPT_NAME, F(gpu), CAP(gpu), "", "PROFILE", "sim GPU profile (h100-sxm, h200, a100-80g, a100-40g)", COL, C_POINTS | CMD(plan), BE_SIM, "h200"},
+    {"--gpu", OPT_NAME, F(gpu), CAP(gpu), "", "PROFILE", "sim GPU profile (h100-sxm = h100, h200, a100-80g, a100-40g, h800, a800-80g, h100-pcie, h100-nvl, b200)", COL, C_POINTS | CMD(plan), BE_SIM, "h200"},
     {"--scope", OPT_NAME, F(scope), CAP(scope), "layer|model", "layer|model", "scope of a row: one attention layer or the whole model (sim); default layer for run and sweep, model for plan", COL, C_POINTS | CMD(plan), BE_ALL, "model"},
     {"--mem-cap", OPT_SIZE, F(mem_cap), 0, NULL, "BYTES", "device memory capacity (80G ok)", KEY, C_CTX | CMD(plan), BE_ALL, "40G"},
     {"--host-mem-cap", OPT_SIZE, F(host_mem_cap), 0, NULL, "BYTES", "pinned host capacity per rank", KEY, C_CTX | CMD(plan), BE_ALL, "8G"},

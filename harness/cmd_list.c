@@ -11,6 +11,7 @@
 #include "list_json.h"
 #include "model_scope.h"
 #include "registry.h"
+#include "gpu_profiles.h"
 
 /* how the build has the backend (the cuda plugin: where it was found, whether it loaded and
  * with which libraries), what it is, and the devices it sees */
@@ -57,6 +58,26 @@ static int list_for_scripts(const char *format)
     return 0;
 }
 
+/* the simulator's GPU profiles (--gpu): memory, dense bf16 peak, architecture, and the
+ * figures that are estimates (by calibration key; docs/simulator.md has the sources) */
+static void gpu_profiles_print(void)
+{
+    printf("\nGPU profiles (sim --gpu; sources and estimates: docs/simulator.md \"GPU profiles\"):\n");
+    for (int i = 0; i < cpb_gpu_profile_count(); i++) {
+        cpb_gpu_profile p;
+        char err[256];
+        if (cpb_gpu_profile_get(cpb_gpu_profile_name_at(i), &p, err, sizeof err) != CPB_OK) continue;
+        char names[64];
+        int n = snprintf(names, sizeof names, "%s", p.name);
+        const char *target = NULL;
+        for (int k = 0; cpb_gpu_profile_alias_at(k, &target) && n < (int)sizeof names; k++)
+            if (strcmp(target, p.name) == 0) n += snprintf(names + n, sizeof names - n, " = %s", cpb_gpu_profile_alias_at(k, NULL));
+        printf("  %-18s %7.2f GiB  %6.1f TFLOP/s bf16  sm%-3d %s\n", names, p.mem_bytes / 1073741824.0,
+               p.hw.peak_flops / 1e12, p.hw.sm_arch, p.description);
+        if (cpb_gpu_profile_estimates(&p)[0]) printf("  %-18s estimates: %s\n", "", cpb_gpu_profile_estimates(&p));
+    }
+}
+
 int cpb_cmd_list(const cpb_cli *c)
 {
     if (c->a.format[0] && strcmp(c->a.format, "text") != 0) return list_for_scripts(c->a.format);
@@ -95,5 +116,7 @@ int cpb_cmd_list(const cpb_cli *c)
     char line[1024];
     cpb_attn_impls_line(cuda, line, sizeof line);
     printf("\n%s\n", line);
+    printf("  (sim only: --attn fa2|fa3, FlashAttention-2/-3's published curves, estimates; docs/attention.md)\n");
+    gpu_profiles_print();
     return 0;
 }

@@ -150,7 +150,8 @@ static void attn_text(const cpb_row *r, char *buf, size_t len)
         return;
     }
     if (strcmp(r->attn_impl, "mixed") != 0) {
-        snprintf(buf, len, "%s", r->attn_impl);
+        /* a FlashAttention curve is a published estimate (the row's estimates column) */
+        snprintf(buf, len, "%s%s", r->attn_impl, strstr(r->estimates, "attn.") ? " (estimate)" : "");
         return;
     }
     int f = strstr(r->attn_calls, "fwd own") != NULL, b = strstr(r->attn_calls, "bwd own") != NULL;
@@ -183,6 +184,9 @@ static void print_header(const ctx *x, const cpb_plan *pl, double seconds)
     printf("#   GPU profile %s: %d per node, %.2f GiB usable per GPU, %.2f GiB host memory per GPU\n", g->name,
            g->hw.gpus_per_node, gib(cap),
            gib(x->o->sim.host_mem_cap > 0 ? x->o->sim.host_mem_cap : cpb_gpu_profile_host_per_gpu(g)));
+    if (cpb_gpu_profile_estimates(g)[0])
+        printf("#   estimates in the %s profile (not on its datasheet; calibration keys): %s\n", g->name,
+               cpb_gpu_profile_estimates(g));
     if (x->model) {
         printf("#   framework %s: %s\n", x->fw->name, x->fw->summary);
         cpb_setup_print_given(stdout, &x->o->given, x->o->base.C, !x->o->max_context, "#   ");

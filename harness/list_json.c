@@ -193,6 +193,28 @@ static json_t *gpu_profiles_json(void)
         put(o, "name", json_string(p.name));
         put(o, "description", str_or_null(p.description));
         put(o, "memory_bytes", json_integer((json_int_t)p.mem_bytes));
+        put(o, "sm_arch", json_integer(p.hw.sm_arch));
+        put(o, "peak_bf16_flops", json_real(p.hw.peak_flops));
+        put(o, "peak_fp8_flops", json_real(p.fp8_flops));
+        put(o, "hbm_bytes_per_s", json_real(p.hw.hbm_bw));
+        put(o, "intra_node_busbw_bytes_per_s", json_real(p.hw.a2a_busbw));
+        put(o, "inter_node_busbw_bytes_per_s", json_real(p.hw.inter_busbw));
+        put(o, "host_bytes_per_gpu", json_integer((json_int_t)cpb_gpu_profile_host_per_gpu(&p)));
+        put(o, "gpus_per_node", json_integer(p.hw.gpus_per_node));
+        /* the figures that are estimates, by their calibration keys (gpu_profiles.h) */
+        json_t *est = json_array();
+        for (const char *s = cpb_gpu_profile_estimates(&p); est && s && *s;) {
+            const char *comma = strchr(s, ',');
+            size_t len = comma ? (size_t)(comma - s) : strlen(s);
+            add(est, json_stringn(s, len));
+            s += len + (comma ? 1 : 0);
+        }
+        put(o, "estimates", est);
+        json_t *al = json_array();
+        const char *target = NULL;
+        for (int k = 0; al && cpb_gpu_profile_alias_at(k, &target); k++)
+            if (strcmp(target, p.name) == 0) add(al, json_string(cpb_gpu_profile_alias_at(k, NULL)));
+        put(o, "aliases", al);
         put(o, "default", json_boolean(strcmp(p.name, CPB_GPU_DEFAULT) == 0));
         add(a, o);
     }

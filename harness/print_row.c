@@ -32,6 +32,11 @@ void cpb_print_row(FILE *f, const cpb_row *row, const cpb_backend *be)
                 row->model_tied ? "tied embeddings" : "untied embeddings", row->model_bias[0] ? row->model_bias : "none",
                 row->model_norm);
     fprintf(f, "status: %s%s%s\n", row->status, row->reason[0] ? " — " : "", row->reason);
+    /* what served each call class (a delta backward runs on our kernels whatever --attn says) */
+    if (row->attn_impl[0])
+        fprintf(f, "attention: forward %s, backward %s (%s)\n", row->attn_fwd_impl[0] ? row->attn_fwd_impl : "-",
+                row->attn_bwd_impl[0] ? row->attn_bwd_impl : "-", row->attn_calls);
+    if (row->estimates[0]) fprintf(f, "estimates: %s (the prediction took these from estimates, not measurements)\n", row->estimates);
     if (row->code != CPB_OK && row->code != CPB_ERR_OOM) return;
     fprintf(f, "memory (rank %d%s):\n", row->worst_rank, row->code == CPB_ERR_OOM ? ", up to the failed allocation" : "");
     fprintf(f, "  peak          %s", human((double)row->peak_bytes, b1, sizeof b1));

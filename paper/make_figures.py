@@ -148,7 +148,9 @@ def variant(r):
     # --attn when not the default (auto: cuDNN wherever it serves a call)
     attn = str(r.get("attn", "") or "")
     if attn not in ("", "auto"):
-        label += " [attn %s]" % attn
+        # FlashAttention's published curves (schema 10's estimates column): an estimate
+        est = "attn." in str(r.get("estimates", "") or "") or attn in ("fa2", "fa3")
+        label += " [attn %s%s]" % (attn, ", estimate" if est else "")
     return label
 
 

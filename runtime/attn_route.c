@@ -6,7 +6,12 @@
 
 const char *cpb_attn_impl_name(cpb_attn_impl i)
 {
-    return i == CPB_ATTN_CUDNN ? "cudnn" : "own";
+    switch (i) {
+    case CPB_ATTN_CUDNN: return "cudnn";
+    case CPB_ATTN_FA2: return "fa2";
+    case CPB_ATTN_FA3: return "fa3";
+    default: return "own";
+    }
 }
 
 int cpb_attn_choice_parse(const char *s)
@@ -14,6 +19,8 @@ int cpb_attn_choice_parse(const char *s)
     if (!s || !*s || !strcmp(s, "auto")) return CPB_ATTN_CHOOSE_AUTO;
     if (!strcmp(s, "cudnn")) return CPB_ATTN_CHOOSE_CUDNN;
     if (!strcmp(s, "own")) return CPB_ATTN_CHOOSE_OWN;
+    if (!strcmp(s, "fa2")) return CPB_ATTN_CHOOSE_FA2;
+    if (!strcmp(s, "fa3")) return CPB_ATTN_CHOOSE_FA3;
     return -1;
 }
 
@@ -36,22 +43,91 @@ static int64_t span(const cpb_view *v)
     return (v->rows - 1) * v->row_stride + (v->heads - 1) * v->head_stride + v->dim;
 }
 
-/* a bf16 [rows][heads][d] operand cuDNN takes as it is: 16-byte aligned start and strides */
-static const char *tensor_problem(const cpb_view *v)
+/* a bf16 [rows][heads][d] operand taken as it is: 16-byte aligned start and strides, and
+ * for cuDNN (limit32) indexable with 32-bit offsets */
+static const char *operand_problem(const cpb_view *v, int limit32)
 {
     if (!v->buf) return "missing";
     if (v->buf->dtype != CPB_BF16) return "not bf16";
     if (v->off % 8 || v->row_stride % 8 || (v->heads > 1 && v->head_stride % 8)) return "not 16-byte aligned";
-    if (span(v) > CUDNN_MAX_SPAN) return "past 2^31 elements";
+    if (limit32 && span(v) > CUDNN_MAX_SPAN) return "past 2^31 elements";
     return NULL;
 }
 
-void cpb_attn_route_call(const cpb_attn_args *a, int bwd, cpb_attn_choice choice, int cudnn_present,
+static const char *tensor_problem(const cpb_view *v)
+{
+    return operand_problem(v, 1);
+}
+
+/* --attn fa2|fa3: FlashAttention's rules (cpb_attn_route.h), read from its mha_fwd/mha_bwd
+ * (csrc/flash_attn/flash_api.cpp, hopper/flash_api.cpp): bf16, head dim a multiple of 8 up
+ * to 256 ("head_size should be a multiple of 8", get_max_headdim), int64 offsets, causal
+ * aligned bottom-right, a backward from o and dO (it computes softmax_d = rowsum(dO * o)
+ * itself: no delta input).  What it cannot take as it is goes through the temporaries
+ * cuDNN's adapted calls use. */
+static void flash_route(const cpb_attn_args *a, int bwd, cpb_attn_choice choice, int caps, cpb_attn_route *r)
+{
+    const cpb_attn_impl impl = choice == CPB_ATTN_CHOOSE_FA3 ? CPB_ATTN_FA3 : CPB_ATTN_FA2;
+    const char *who = impl == CPB_ATTN_FA3 ? "FlashAttention-3" : "FlashAttention-2";
+    int64_t d = a->q.dim, sq = a->q.rows, sk = a->k.rows;
+    if (sq <= 0 || sk <= 0 || a->q.heads <= 0) {
+        own(r, "%s", "an empty call");
+        return;
+    }
+    if (d % 8 || d > 256) {
+        char m[96];
+        snprintf(m, sizeof m, "head dim %lld (%s: a multiple of 8 up to 256)", (long long)d, who);
+        own(r, "%s", m);
+        return;
+    }
+    /* bottom-right causal (q_pos0 - k_pos0 == sk - sq), or every query sees every key */
+    int64_t off = a->q_pos0 - a->k_pos0;
+    if (a->causal && off != sk - sq && off < sk - 1) {
+        own(r, "%s", "a causal mask with general position offsets");
+        return;
+    }
+    if (bwd && !a->o.buf) {
+        own(r, "%s", "no o (FlashAttention's backward computes softmax_d from o)");
+        return;
+    }
+    struct { const char *name; const cpb_view *v; } in[] = {
+        {"q", &a->q}, {"k", &a->k}, {"v", &a->v}, {"o", &a->o}, {"dO", &a->d_o}};
+    for (int i = 0; i < (bwd ? 5 : 3); i++) {
+        const char *p = operand_problem(in[i].v, 0);
+        if (p) {
+            char m[96];
+            snprintf(m, sizeof m, "%s %s", in[i].name, p);
+            own(r, "%s", m);
+            return;
+        }
+    }
+    if (!bwd && operand_problem(&a->o, 0)) r->adapt |= CPB_ATTN_ADAPT_O;
+    r->adapt |= CPB_ATTN_ADAPT_LSE; /* its softmax_lse is its own contiguous [h][sq] fp32 */
+    if (bwd) {
+        const cpb_view *g[] = {&a->dq, &a->dk, &a->dv};
+        int grads = a->accumulate;
+        for (int i = 0; i < 3; i++) grads |= operand_problem(g[i], 0) != NULL;
+        if (grads) r->adapt |= CPB_ATTN_ADAPT_GRADS;
+    }
+    r->impl = impl;
+    if (!(caps & CPB_ATTN_CAP_FLASH_MODEL)) {
+        r->unavailable = 1;
+        snprintf(r->why, sizeof r->why, "--attn %s is simulator-only (%s's published curve): no such kernel here; "
+                 "use --backend sim or --attn auto|cudnn|own", cpb_attn_impl_name(impl), who);
+    }
+}
+
+void cpb_attn_route_call(const cpb_attn_args *a, int bwd, cpb_attn_choice choice, int caps,
                          cpb_attn_route *r)
 {
     memset(r, 0, sizeof *r);
+    const int cudnn_present = (caps & CPB_ATTN_CAP_CUDNN) != 0;
     if (choice == CPB_ATTN_CHOOSE_OWN) {
         own(r, "%s", "--attn own");
+        return;
+    }
+    if (choice == CPB_ATTN_CHOOSE_FA2 || choice == CPB_ATTN_CHOOSE_FA3) {
+        flash_route(a, bwd, choice, caps, r);
         return;
     }
     int64_t d = a->q.dim, sq = a->q.rows, sk = a->k.rows;
@@ -165,6 +241,51 @@ int64_t cpb_attn_cudnn_workspace_bytes(const cpb_attn_args *a, int bwd)
     return b > own_ws ? b : own_ws;
 }
 
+/* FlashAttention's buffers (cpb_attn_route.h), from the pinned source read for this rule
+ * (Dao-AILab/flash-attention at 0251105a, 2026-08-15):
+ * - FA2, csrc/flash_attn/flash_api.cpp, mha_bwd (lines 871-940): head_size_rounded =
+ *   round_multiple(d, d <= 128 ? 32 : 64), seqlen_q_rounded = round_multiple(sq, 128);
+ *   softmax_d fp32 {b, h, seqlen_q_rounded}; dq_accum fp32 {b, seqlen_q_rounded, h,
+ *   head_size_rounded} (not deterministic); for MQA/GQA dk_expanded, dv_expanded {b, sk, h, d}
+ *   in the input dtype (bf16), summed into dk, dv after the kernel.
+ * - FA3, hopper/flash_api.cpp, mha_bwd (lines 1368-1497, 1536-1542): head_size_rounded =
+ *   round_up_headdim(d) (64, 96, 128, 192, 256); kBlockM_sm90 = 128 (d <= 64), 64 (<= 96), 64
+ *   causal / 80 otherwise (<= 128), 64 above; kBlockN_sm90 = 128 (<= 128), 96 (<= 192), 80;
+ *   softmax_d and softmax_lse_log2 fp32 {b, h, round(sq, kBlockM)} each; dq_accum fp32
+ *   {b, h, round(sq, kBlockM) * head_size_rounded}; for MQA/GQA dk_accum, dv_accum fp32
+ *   {b, h_k, round(sk, kBlockN) * head_size_rounded} each; dq_semaphore int32
+ *   {ceil(sq / kBlockM), b, h} (dk/dv semaphores only in deterministic mode).
+ * - Forward: both write softmax_lse {b, h, sq} fp32 (the lse temporary) and o; split-KV
+ *   accumulators (out_accum, softmax_lse_accum) exist only when num_splits > 1, which their
+ *   heuristics choose when the m-blocks fill less than 80% of the SMs, or (FA3,
+ *   hopper/heuristics.h:29-34) for a non-causal call whose one kv head exceeds 50 MiB with
+ *   at least 2 x SMs m-blocks.  NOT modelled: the route has no SM count; docs/attention.md. */
+static int64_t round_up(int64_t x, int64_t m)
+{
+    return (x + m - 1) / m * m;
+}
+
+int64_t cpb_attn_flash_workspace_bytes(const cpb_attn_args *a, int bwd, cpb_attn_impl impl)
+{
+    if (!bwd) return 0;
+    const int64_t L = longest(a), hq = a->q.heads, hk = a->k.heads, d = a->q.dim;
+    if (impl == CPB_ATTN_FA2) {
+        const int64_t dr = round_up(d, d <= 128 ? 32 : 64), Lr = round_up(L, 128);
+        int64_t b = 4 * hq * Lr + 4 * Lr * hq * dr;
+        if (hk != hq) b += 2 * 2 * L * hq * d; /* dk_expanded, dv_expanded: bf16 */
+        return b;
+    }
+    const int64_t dr = d <= 64 ? 64 : d <= 96 ? 96 : d <= 128 ? 128 : d <= 192 ? 192 : 256;
+    /* FA3's is_causal for the kernel: a causal call in which some key is masked */
+    const int causal = a->causal && (a->q_pos0 - a->k_pos0) < a->k.rows - 1;
+    const int64_t bm = dr <= 64 ? 128 : dr <= 96 ? 64 : dr <= 128 ? (causal ? 64 : 80) : 64;
+    const int64_t bn = dr <= 128 ? 128 : dr <= 192 ? 96 : 80;
+    const int64_t Lm = round_up(L, bm), Ln = round_up(L, bn);
+    int64_t b = 2 * 4 * hq * Lm + 4 * hq * Lm * dr + 4 * (Lm / bm) * hq;
+    if (hk != hq) b += 2 * 4 * hk * Ln * dr;
+    return b;
+}
+
 int64_t cpb_attn_cudnn_temp_elems(const cpb_attn_args *a, int which)
 {
     int64_t L = longest(a);
@@ -176,14 +297,28 @@ int64_t cpb_attn_cudnn_temp_elems(const cpb_attn_args *a, int which)
     }
 }
 
+/* the one implementation the counted classes used, "mixed" for more than one, "" for none */
+static const char *usage_of(const cpb_attn_usage *u, int b0, int b1)
+{
+    int used = -1;
+    for (int i = 0; i < CPB_ATTN_IMPL_COUNT; i++) {
+        int64_t n = 0;
+        for (int b = b0; b <= b1; b++) n += u->calls[b][i];
+        if (!n) continue;
+        if (used >= 0) return "mixed";
+        used = i;
+    }
+    return used < 0 ? "" : cpb_attn_impl_name((cpb_attn_impl)used);
+}
+
 const char *cpb_attn_usage_impl(const cpb_attn_usage *u)
 {
-    int64_t own = u->calls[0][CPB_ATTN_OWN] + u->calls[1][CPB_ATTN_OWN];
-    int64_t dnn = u->calls[0][CPB_ATTN_CUDNN] + u->calls[1][CPB_ATTN_CUDNN];
-    if (own && dnn) return "mixed";
-    if (dnn) return "cudnn";
-    if (own) return "own";
-    return "";
+    return usage_of(u, 0, 1);
+}
+
+const char *cpb_attn_usage_class_impl(const cpb_attn_usage *u, int bwd)
+{
+    return usage_of(u, bwd ? 1 : 0, bwd ? 1 : 0);
 }
 
 void cpb_attn_usage_describe(const cpb_attn_usage *u, char *out, size_t len)

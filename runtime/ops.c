@@ -268,7 +268,11 @@ static int attn_shapes(cpb_ctx *ctx, const cpb_attn_args *a, int bwd)
 /* the implementation that serves a call (cpb_attn_route.h), counted for the row */
 static int attn_route(cpb_ctx *ctx, const cpb_attn_args *a, int bwd, cpb_attn_route *r)
 {
-    cpb_attn_route_call(a, bwd, ctx->attn_choice, ctx->attn_cudnn_present, r);
+    const int caps = (ctx->attn_cudnn_present ? CPB_ATTN_CAP_CUDNN : 0) |
+                     (ctx->be->models_time ? CPB_ATTN_CAP_FLASH_MODEL : 0); /* only the sim models FlashAttention */
+    cpb_attn_route_call(a, bwd, ctx->attn_choice, caps, r);
+    if (r->unavailable && r->impl != CPB_ATTN_CUDNN)
+        return cpb_fail(ctx, CPB_ERR_UNSUPPORTED, "%s: %s", ctx->opname, r->why);
     if (r->unavailable)
         return cpb_fail(ctx, CPB_ERR_UNSUPPORTED, "%s: --attn cudnn, but cuDNN attention is not available here (%s); "
                         "use --attn auto or own", ctx->opname, ctx->attn_cudnn_why[0] ? ctx->attn_cudnn_why : "no reason given");
@@ -291,9 +295,14 @@ static int cudnn_workspace(cpb_ctx *ctx, const cpb_attn_args *a, int bwd, cpb_bu
 static int attn_op(cpb_ctx *ctx, int stream, const cpb_attn_args *a, cpb_attn_impl impl, int bwd)
 {
     cpb_buf *ws = NULL;
-    if (impl == CPB_ATTN_CUDNN)
+    if (impl == CPB_ATTN_CUDNN) {
         CPB_TRY(cudnn_workspace(ctx, a, bwd, &ws));
-    else if (bwd)
+    } else if (impl == CPB_ATTN_FA2 || impl == CPB_ATTN_FA3) {
+        /* FlashAttention's own buffers (cpb_attn_flash_workspace_bytes): the simulator only */
+        const int64_t bytes = cpb_attn_flash_workspace_bytes(a, bwd, impl);
+        if (bytes > 0)
+            CPB_TRY(cpb_alloc(ctx, &ws, (bytes + 3) / 4, CPB_FP32, CPB_TAG_WORKSPACE, bwd ? "flash_bwd_ws" : "flash_fwd_ws"));
+    } else if (bwd)
         CPB_TRY(cpb_alloc(ctx, &ws, cpb_attn_bwd_workspace_elems(a), CPB_FP32, CPB_TAG_WORKSPACE, "attn_bwd_ws"));
     cpb_op_begin(ctx, stream, bwd ? "attn_bwd" : "attn_fwd");
     operand fwd_ops[] = {{"q", &a->q, 0, 0}, {"k", &a->k, 0, 0}, {"v", &a->v, 0, 0},
@@ -329,11 +338,11 @@ static int attn_op(cpb_ctx *ctx, int stream, const cpb_attn_args *a, cpb_attn_im
 }
 
 
-/* A call cuDNN serves through temporaries (cpb_attn_route.h, CPB_ATTN_ADAPT_*): what it
- * cannot write or read in place is a contiguous, aligned temporary, copied (o, lse) or
- * added (dq, dk, dv) to the caller's views.  Allocated in one order, sized with the
+/* A call cuDNN (or, in the simulator, FlashAttention) serves through temporaries
+ * (cpb_attn_route.h, CPB_ATTN_ADAPT_*): what it cannot write or read in place is a
+ * contiguous, aligned temporary, copied (o, lse) or added (dq, dk, dv) to the caller's views.  Allocated in one order, sized with the
  * longer of the call's two lengths, so every rank of a step allocates alike. */
-static int attn_cudnn_adapted(cpb_ctx *ctx, int stream, const cpb_attn_args *a, int bwd, int adapt)
+static int attn_cudnn_adapted(cpb_ctx *ctx, int stream, const cpb_attn_args *a, int bwd, int adapt, cpb_attn_impl impl)
 {
     static const char *const names[5] = {"cudnn_o_tmp", "cudnn_lse_tmp", "cudnn_dq_tmp", "cudnn_dk_tmp", "cudnn_dv_tmp"};
     static const int bits[5] = {CPB_ATTN_ADAPT_O, CPB_ATTN_ADAPT_LSE, CPB_ATTN_ADAPT_GRADS, CPB_ATTN_ADAPT_GRADS,
@@ -357,7 +366,7 @@ static int attn_cudnn_adapted(cpb_ctx *ctx, int stream, const cpb_attn_args *a, 
         b.dv = cpb_heads(t[CPB_ATTN_TMP_DV], 0, sk, hk, d, hk * d, d);
         b.accumulate = 0;
     }
-    if (rc == CPB_OK) rc = attn_op(ctx, stream, &b, CPB_ATTN_CUDNN, bwd);
+    if (rc == CPB_OK) rc = attn_op(ctx, stream, &b, impl, bwd);
     if (rc == CPB_OK && !bwd && t[CPB_ATTN_TMP_O]) rc = cpb_copy(ctx, stream, a->o, b.o);
     if (rc == CPB_OK && !bwd && t[CPB_ATTN_TMP_LSE]) rc = cpb_copy(ctx, stream, a->lse, b.lse);
     if (t[CPB_ATTN_TMP_DQ]) {
@@ -383,7 +392,7 @@ static int attn_call(cpb_ctx *ctx, int stream, const cpb_attn_args *a, int bwd)
     CPB_TRY(attn_shapes(ctx, a, bwd));
     cpb_attn_route r;
     CPB_TRY(attn_route(ctx, a, bwd, &r));
-    if (r.impl == CPB_ATTN_CUDNN && r.adapt) return attn_cudnn_adapted(ctx, stream, a, bwd, r.adapt);
+    if (r.impl != CPB_ATTN_OWN && r.adapt) return attn_cudnn_adapted(ctx, stream, a, bwd, r.adapt, r.impl);
     return attn_op(ctx, stream, a, r.impl, bwd);
 }
 

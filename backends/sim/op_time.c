@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "cpb_attn_route.h"
+#include "sim_attn_curves.h"
 #include "timeline.h"
 
 /* Fraction of the SMs kept busy when `units` equal thread blocks run in waves of num_sms:
@@ -130,6 +131,31 @@ double cpb_sim_attn_eff_of(const cpb_sim_hw *hw, int impl, int bwd, int64_t rows
     return emax * wave * kv / (kv + k_half);
 }
 
+/* FlashAttention (--attn fa2|fa3): the published curve at the call's equivalent length (a
+ * square causal call: its rows, with the causal curve; any other: the keys per query row,
+ * with the unmasked curve), times the call's SM occupancy relative to the benchmark's
+ * (16K tokens, hidden 2048: 16384 / L sequences of 2048 / d heads), since the published
+ * figure already carries the benchmark's own waves. */
+double cpb_sim_attn_eff_d(const cpb_sim_hw *hw, int impl, int bwd, int64_t rows, int64_t heads, int64_t pairs,
+                          int64_t d)
+{
+    if (impl != CPB_ATTN_FA2 && impl != CPB_ATTN_FA3) return cpb_sim_attn_eff_of(hw, impl, bwd, rows, heads, pairs);
+    if (rows <= 0 || pairs <= 0 || d <= 0) return 1.0;
+    const double tr = hw->attn_tile_rows > 0 ? hw->attn_tile_rows : 128;
+    const int causal_square = pairs == rows * (rows + 1) / 2;
+    const double L = causal_square ? (double)rows : (double)pairs / (double)rows;
+    double rb = ceil((double)rows / tr);
+    double wave = causal_square ? lpt_eff(hw, rb, (double)heads) : wave_eff(hw, rb * (double)heads);
+    /* the benchmark's call at the curve point used (lengths outside 512..16K take the end) */
+    double Lb = L < 512 ? 512 : L > CPB_FLASH_CURVE_TOKENS ? CPB_FLASH_CURVE_TOKENS : L;
+    double seqs_heads = floor(CPB_FLASH_CURVE_TOKENS / Lb) * floor(CPB_FLASH_CURVE_HIDDEN / (double)d);
+    if (seqs_heads < 1) seqs_heads = 1;
+    double rb_b = ceil(Lb / tr);
+    double wave_b = causal_square ? lpt_eff(hw, rb_b, seqs_heads) : wave_eff(hw, rb_b * seqs_heads);
+    double eff = cpb_sim_flash_bench_eff(hw, impl, bwd, causal_square, L, (double)d);
+    return wave_b > 0 ? eff * wave / wave_b : eff;
+}
+
 static double roofline(const cpb_sim_hw *hw, double flops, double eff, double bytes)
 {
     double tc = (flops > 0 && eff > 0) ? flops / (hw->peak_flops * eff) : 0.0;
@@ -148,9 +174,9 @@ double cpb_sim_op_time(const cpb_sim_hw *hw, const sim_entry *e)
         return roofline(hw, e->flops, cpb_sim_gemm_eff(hw, e->w0, e->w1, e->w2, e->w3), e->bytes + fixup);
     }
     case CPB_OP_ATTN_FWD:
-        return roofline(hw, e->flops, cpb_sim_attn_eff_of(hw, e->impl, 0, e->w0, e->w1, e->w2), e->bytes);
+        return roofline(hw, e->flops, cpb_sim_attn_eff_d(hw, e->impl, 0, e->w0, e->w1, e->w2, e->w3), e->bytes);
     case CPB_OP_ATTN_BWD:
-        return roofline(hw, e->flops, cpb_sim_attn_eff_of(hw, e->impl, 1, e->w0, e->w1, e->w2), e->bytes);
+        return roofline(hw, e->flops, cpb_sim_attn_eff_d(hw, e->impl, 1, e->w0, e->w1, e->w2, e->w3), e->bytes);
     case CPB_OP_FILL:
         if (e->pcie == SIM_HOST_FILL && hw->host_fill_bw > 0) return e->bytes / hw->host_fill_bw + hw->launch;
         return roofline(hw, 0, 0, e->bytes);

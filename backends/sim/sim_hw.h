@@ -41,6 +41,9 @@ typedef struct cpb_sim_hw {
     double host_fill_bw;     /* bytes/s a host thread fills pinned memory at (a CPU memset) */
     double launch;           /* per kernel / copy launch overhead */
     int gpus_per_node;
+    int sm_arch;             /* compute capability x 10 (80 Ampere, 90 Hopper, 100 Blackwell):
+                                which attention kernels exist (FlashAttention-3 needs 90) and
+                                how the FlashAttention curves carry over (sim_attn_curves.h) */
 } cpb_sim_hw;
 
 #ifdef __cplusplus

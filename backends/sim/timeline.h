@@ -66,6 +66,10 @@ double cpb_sim_attn_eff(const cpb_sim_hw *hw, int bwd, int64_t rows, int64_t hea
 /* the same for implementation impl (cpb_attn_impl: CPB_ATTN_CUDNN, as above, or
  * CPB_ATTN_OWN, our kernels' ceilings) */
 double cpb_sim_attn_eff_of(const cpb_sim_hw *hw, int impl, int bwd, int64_t rows, int64_t heads, int64_t pairs);
+/* the same for any implementation, with the head dim d the FlashAttention curves need
+ * (CPB_ATTN_FA2, CPB_ATTN_FA3: sim_attn_curves.h; others as cpb_sim_attn_eff_of) */
+double cpb_sim_attn_eff_d(const cpb_sim_hw *hw, int impl, int bwd, int64_t rows, int64_t heads, int64_t pairs,
+                          int64_t d);
 
 #ifdef __cplusplus
 }

@@ -44,3 +44,15 @@ cpb_cmd_test(sim_run_model_part_refused ${SIM_EXPECT} 2 - "--ckpt-offload on off
 cpb_cmd_test(sim_run_model_oom_names_fixes ${SIM_EXPECT} 0 - "usual fixes.*--fused-loss on" --
              ${CPBENCH} run --backend sim --method ulysses --model llama3-8b --gpus 8 --seq 1M --scope model
              --seq-stop 1M --framework hf-zero3)
+
+# issue 24: --attn fa2|fa3 are simulator-only estimates (labelled), fa3 needs a Hopper
+# profile, the cpu backend refuses them (exit 2, nothing written); the implementation per
+# call class is printed (a delta backward runs on our kernels whatever --attn says)
+cpb_cmd_test(sim_run_fa3_labelled ${SIM_EXPECT} 0 - "estimates: attn.fa3" --
+             ${CPBENCH} run --backend sim --method ulysses --model llama3-8b --gpus 8 --seq 64K --gpu h100 --attn fa3)
+cpb_cmd_test(sim_run_fa3_refused_off_hopper ${SIM_EXPECT} 2 - "FlashAttention-3 runs on Hopper GPUs only.*a800-80g" --
+             ${CPBENCH} run --backend sim --method ulysses --model llama3-8b --gpus 8 --seq 64K --gpu a800-80g --attn fa3)
+cpb_cmd_test(cpu_run_fa2_refused ${SIM_EXPECT} 2 - "--attn fa2 is a simulator-only accounting input" --
+             ${CPBENCH} run --backend cpu --method ulysses --model tiny --seq 64 --attn fa2)
+cpb_cmd_test(sim_run_attn_per_class ${SIM_EXPECT} 0 - "attention: forward cudnn, backward own" --
+             ${CPBENCH} run --backend sim --method upipe --model llama3-8b --gpus 8 --seq 64K --upipe-bwd delta)
