@@ -12,6 +12,7 @@
 #include "provenance.h"
 #include "registry.h"
 #include "sweep.h"
+#include "tp_compose.h"
 
 #define MAX_VALUES 32       /* candidate values of one knob */
 #define MAX_COMBOS 4096     /* knob combinations of one method */
@@ -262,7 +263,7 @@ static int enumerate(search *s, const cpb_method *m)
         p.S = o->max_context ? probe_length(&p, &combo, o->seq_start) : o->base.S;
         char why[512] = "";
         int ok = cpb_knobs_apply(m, &combo, &p, why, sizeof why) == CPB_OK;
-        if (ok && m->check && m->check(&p, why, sizeof why) != CPB_OK) ok = 0;
+        if (ok && cpb_tp_check(m, &p, why, sizeof why) != CPB_OK) ok = 0; /* under the combination's --tp */
         if (ok) {
             CPB_TRY(push(s, m, &p, &combo));
             accepted++;
@@ -320,7 +321,7 @@ static int run_candidate(search *s, int i)
         q.S = S;
         char why[512];
         cpb_point_status ps;
-        if (cpb_knobs_apply(m, &s->combos[i], &q, why, sizeof why) != CPB_OK || (m->check && m->check(&q, why, sizeof why) != CPB_OK)) {
+        if (cpb_knobs_apply(m, &s->combos[i], &q, why, sizeof why) != CPB_OK || cpb_tp_check(m, &q, why, sizeof why) != CPB_OK) {
             ps = CPB_POINT_REFUSED;
         } else {
             cur = *c;

@@ -44,7 +44,7 @@ extern "C" {
 #define CPB_RESULTS_SCHEMA "cpbench-results"
 /* Bump when a column changes; files of another version are refused for appending (reading
  * converts by column name and works across versions).  Version 7: results/README.md. */
-#define CPB_RESULTS_SCHEMA_VERSION 9
+#define CPB_RESULTS_SCHEMA_VERSION 10
 
 typedef struct cpb_results cpb_results; /* an open results file */
 

@@ -1,0 +1,21 @@
+/* plan_tp.c — the tensor-parallel degrees `cpbench plan` tries (the tp knob's candidates,
+ * tp_compose.h).
+ *
+ * Megatron-LM's long-context recipes use TP 1-8 inside a node (TP's all-gathers and
+ * reduce-scatters are on the critical path of every layer, so TP stays on NVLink) with CP
+ * across; the composition places TP groups on adjacent ranks.  So the search is the powers
+ * of two up to the 8 GPUs of an HGX node that divide the world, the query heads and
+ * (either way) the kv heads: the values the knob's check accepts. */
+#include "tp_compose.h"
+
+int cpb_plan_tp_candidates(const cpb_problem *p, int64_t *out, int max)
+{
+    static const int tps[] = {1, 2, 4, 8};
+    int n = 0;
+    for (int i = 0; i < (int)(sizeof tps / sizeof tps[0]) && n < max; i++) {
+        int t = tps[i];
+        if (p->C % t || p->H % t || p->G <= 0 || (p->G % t && t % p->G)) continue;
+        out[n++] = t;
+    }
+    return n;
+}
