@@ -191,6 +191,14 @@ static int open_inner(cpb_ctx *ctx, const cpb_method *m, const cpb_layer *L, int
     return CPB_OK;
 }
 
+/* The gathered inputs are ready for the method as the harness makes a layer's inputs ready
+ * (cpb_trial_setup ends with cpb_sync): a method may read them on a stream it creates later
+ * (fpdt's offload stream reads x), which no event recorded now could order. */
+static int inputs_ready(cpb_ctx *ctx)
+{
+    return cpb_sync(ctx);
+}
+
 /* the method's phase inside its CP scope */
 static int run_scoped(cpb_ctx *ctx, const cpb_method *m, tp_wrap *w, void *inner_state, int bwd)
 {
@@ -218,7 +226,7 @@ static int tp_forward(cpb_ctx *ctx, const cpb_method *m, cpb_layer *L, tp_wrap *
     CPB_TRY(join_all(ctx, st));
     CPB_TRY(gather_rows(ctx, st, w, L->x, &in->x, "tp_x_gathered"));
     CPB_TRY(cpb_alloc(ctx, &in->y, in->s * L->p.D, L->p.dtype, CPB_TAG_GATHER, "tp_y_partial"));
-    CPB_TRY(cpb_stream_join(ctx, CPB_STREAM_COMPUTE, st));
+    CPB_TRY(inputs_ready(ctx));
     CPB_TRY(run_scoped(ctx, m, w, inner_state, 0));
     /* y holds the partial sums of this shard's heads (Wo holds only their rows) */
     CPB_TRY(join_all(ctx, st));
@@ -242,7 +250,7 @@ static int tp_backward(cpb_ctx *ctx, const cpb_method *m, cpb_layer *L, tp_wrap 
     CPB_TRY(gather_rows(ctx, st, w, L->dy, &in->dy, "tp_dy_gathered"));
     CPB_TRY(gather_rows(ctx, st, w, L->x, &in->x, "tp_x_gathered"));
     CPB_TRY(cpb_alloc(ctx, &in->dx, in->s * L->p.D, L->p.dtype, CPB_TAG_GATHER, "tp_dx_partial"));
-    CPB_TRY(cpb_stream_join(ctx, CPB_STREAM_COMPUTE, st));
+    CPB_TRY(inputs_ready(ctx));
     CPB_TRY(run_scoped(ctx, m, w, inner_state, 1));
     CPB_TRY(join_all(ctx, st));
     CPB_RANGE(ctx, cpb_reduce_scatter(ctx, st, w->tpg, cpb_whole(in->dx), cpb_whole(L->dx)), "tp_dx_reduce_scatter");
