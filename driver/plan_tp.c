@@ -5,7 +5,8 @@
  * reduce-scatters are on the critical path of every layer, so TP stays on NVLink) with CP
  * across; the composition places TP groups on adjacent ranks.  So the search is the powers
  * of two up to the 8 GPUs of an HGX node that divide the world, the query heads and
- * (either way) the kv heads: the values the knob's check accepts. */
+ * (either way) the kv heads: the values the knob's check accepts.  No TP is the knob's
+ * default, 0, so that a candidate without TP is labelled and keyed as a run without --tp. */
 #include "tp_compose.h"
 
 int cpb_plan_tp_candidates(const cpb_problem *p, int64_t *out, int max)
@@ -15,7 +16,7 @@ int cpb_plan_tp_candidates(const cpb_problem *p, int64_t *out, int max)
     for (int i = 0; i < (int)(sizeof tps / sizeof tps[0]) && n < max; i++) {
         int t = tps[i];
         if (p->C % t || p->H % t || p->G <= 0 || (p->G % t && t % p->G)) continue;
-        out[n++] = t;
+        out[n++] = t == 1 ? 0 : t;
     }
     return n;
 }

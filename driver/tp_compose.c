@@ -8,9 +8,9 @@
 static int tp_knob_check(const cpb_problem *p, char *why, size_t why_len);
 
 const cpb_knob cpb_tp_knobs[] = {
-    {.name = "tp", .type = CPB_KNOB_INT, .def = "1", .arg = "N",
+    {.name = "tp", .type = CPB_KNOB_INT, .def = "0", .arg = "N",
      .help = "tensor-parallel degree around the method (Megatron TP + sequence parallelism; world = tp x cp, "
-             "TP groups of adjacent ranks; docs/methods.md)",
+             "TP groups of adjacent ranks; 0 or 1: none, the default; docs/methods.md)",
      .check = tp_knob_check,
      .candidates = cpb_plan_tp_candidates},
     {NULL}};
@@ -42,7 +42,7 @@ int cpb_tp_inner_problem(const cpb_problem *p, cpb_problem *q, char *why, size_t
     q->C = p->C / tp;
     q->H = p->H / tp;
     q->G = p->G >= tp ? p->G / tp : 1; /* G < tp: the shard's query heads share one kv head, replicated */
-    if (cpb_knobs_set_int(&q->knobs, "tp", 1) != CPB_OK) {
+    if (cpb_knobs_set_int(&q->knobs, "tp", 0) != CPB_OK) {
         snprintf(why, why_len, "--tp %d: no room for the inner problem's tp knob", tp);
         return CPB_ERR_INVALID;
     }

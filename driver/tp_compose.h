@@ -31,10 +31,10 @@ extern "C" {
 /* the --tp knob (a driver knob of every point) */
 extern const cpb_knob cpb_tp_knobs[];
 
-/* p's tensor-parallel degree: its tp knob, 1 when absent */
+/* p's tensor-parallel degree: its tp knob, 1 when absent or 0 (the knob's default: none) */
 int cpb_tp_degree(const cpb_problem *p);
 /* The problem the method runs on inside the composition: C = p->C / tp, H / tp query heads,
- * G / tp kv heads (1 when G < tp), tp 1.  CPB_ERR_INVALID with a reason naming the values
+ * G / tp kv heads (1 when G < tp), tp 0 (none).  CPB_ERR_INVALID with a reason naming the values
  * when tp does not divide them (the same refusals as the knob's check). */
 int cpb_tp_inner_problem(const cpb_problem *p, cpb_problem *inner, char *why, size_t why_len);
 

@@ -107,7 +107,7 @@ Test(tp_compose, plan_candidates)
     int64_t v[8];
     cpb_problem p = tiny(64, 64, 8, 1 << 20, 1);
     cr_assert_eq(cpb_plan_tp_candidates(&p, v, 8), 4);
-    cr_assert(v[0] == 1 && v[1] == 2 && v[2] == 4 && v[3] == 8);
+    cr_assert(v[0] == 0 && v[1] == 2 && v[2] == 4 && v[3] == 8, "0 (no TP, the default), 2, 4, 8");
     p = tiny(6, 8, 2, 48, 1); /* world 6: 4 and 8 do not divide it */
     cr_assert_eq(cpb_plan_tp_candidates(&p, v, 8), 2);
     p = tiny(8, 12, 3, 48, 1); /* G = 3: neither a multiple nor a divisor of 2, 4, 8 */
