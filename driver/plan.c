@@ -263,6 +263,8 @@ static int enumerate(search *s, const cpb_method *m)
         p.S = o->max_context ? probe_length(&p, &combo, o->seq_start) : o->base.S;
         char why[512] = "";
         int ok = cpb_knobs_apply(m, &combo, &p, why, sizeof why) == CPB_OK;
+        if (ok && !cpb_knobs_find(&o->given, "tp") && cpb_plan_tp_within_node(&p, o->sim.gpus_per_node, why, sizeof why))
+            ok = 0; /* a searched tp stays inside a node */
         if (ok && cpb_tp_check(m, &p, why, sizeof why) != CPB_OK) ok = 0; /* under the combination's --tp */
         if (ok) {
             CPB_TRY(push(s, m, &p, &combo));

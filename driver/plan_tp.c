@@ -9,6 +9,8 @@
  * default, 0, so that a candidate without TP is labelled and keyed as a run without --tp. */
 #include "tp_compose.h"
 
+#include <stdio.h>
+
 int cpb_plan_tp_candidates(const cpb_problem *p, int64_t *out, int max)
 {
     static const int tps[] = {1, 2, 4, 8};
@@ -19,4 +21,15 @@ int cpb_plan_tp_candidates(const cpb_problem *p, int64_t *out, int max)
         out[n++] = t == 1 ? 0 : t;
     }
     return n;
+}
+
+int cpb_plan_tp_within_node(const cpb_problem *p, int gpus_per_node, char *why, size_t why_len)
+{
+    const int tp = cpb_tp_degree(p), gpn = gpus_per_node > 0 ? gpus_per_node : 8;
+    /* TP groups are blocks of tp adjacent ranks: inside a node when the world is one node,
+     * or when tp divides the node's GPUs */
+    if (tp == 1 || p->C <= gpn || gpn % tp == 0) return CPB_OK;
+    snprintf(why, why_len, "--tp %d: a TP group of %d adjacent ranks would span nodes of %d GPUs (plan keeps a searched TP "
+             "inside a node; plan --tp %d tries it)", tp, tp, gpn, tp);
+    return CPB_ERR_INVALID;
 }

@@ -50,6 +50,9 @@ int cpb_tp_phase(cpb_ctx *ctx, const cpb_method *m, cpb_layer *L, void *state, i
 
 /* `cpbench plan`: the tp values worth trying for p (driver/plan_tp.c) */
 int cpb_plan_tp_candidates(const cpb_problem *p, int64_t *out, int max);
+/* 0 when p's TP groups stay inside nodes of gpus_per_node GPUs (0: 8), else non-zero with
+ * the reason: plan searches only those (a --tp given to plan is tried as given) */
+int cpb_plan_tp_within_node(const cpb_problem *p, int gpus_per_node, char *why, size_t why_len);
 
 #ifdef __cplusplus
 }

@@ -10,7 +10,10 @@
 #include "cpb_backend.h"
 #include "cpb_method.h"
 #include "cpb_presets.h"
+#include "plan.h"
 #include "registry.h"
+#include "row.h"
+#include "sim_layer.h"
 #include "sim/sim_world.h"
 #include "tp_compose.h"
 
@@ -149,4 +152,38 @@ Test(tp_compose, scope_makes_the_cp_group_the_world)
     cr_assert_eq(cpb_problem_of(ctx)->C, 6);
     cpb_ctx_destroy(ctx);
     cpb_sim_world_destroy(w);
+}
+
+/* plan tries tp 0 (none), 2, 4 and 8 where they divide the world and the heads and keep TP
+ * inside a node; a --tp given to plan is not searched */
+Test(tp_compose, plan_searches_tp_within_a_node)
+{
+    static cpb_plan pl;
+    char err[1024] = "";
+    cpb_plan_opts o;
+    memset(&o, 0, sizeof o);
+    cr_assert_eq(cpb_preset_find("llama3-70b", &o.base), CPB_OK);
+    o.base.C = 16;
+    o.base.S = 1 << 20;
+    o.base.dtype = CPB_BF16;
+    o.scope = "layer";
+    o.methods = "ring,ulysses";
+    o.sim.ranks = CPB_SIM_RANKS_SYMMETRIC;
+    o.sim.gpus_per_node = 4;
+    o.min_headroom = CPB_PLAN_MIN_HEADROOM;
+    cr_assert_eq(cpb_plan_search(&o, &pl, err, sizeof err), CPB_OK, "%s", err);
+    int seen[9] = {0};
+    for (int i = 0; i < pl.n; i++) {
+        int64_t t = cpb_row_knob_int(&pl.c[i].row, "tp");
+        cr_assert(t == 0 || t == 2 || t == 4, "%s: tp %lld (8 spans the nodes of 4 GPUs)", pl.c[i].knobs, (long long)t);
+        seen[t]++;
+        cr_expect_eq(pl.c[i].row.code, CPB_OK, "%s at tp %lld: %s", pl.c[i].m->name, (long long)t, pl.c[i].row.reason);
+    }
+    cr_expect(seen[0] && seen[2] && seen[4], "tp 0, 2 and 4 each searched: %d %d %d", seen[0], seen[2], seen[4]);
+    cpb_plan_free(&pl);
+    cpb_knobs_set_int(&o.given, "tp", 8); /* given: tried as given, though it spans nodes */
+    cr_assert_eq(cpb_plan_search(&o, &pl, err, sizeof err), CPB_OK, "%s", err);
+    cr_expect_gt(pl.n, 0);
+    for (int i = 0; i < pl.n; i++) cr_expect_eq(cpb_row_knob_int(&pl.c[i].row, "tp"), 8);
+    cpb_plan_free(&pl);
 }
