@@ -10,6 +10,7 @@
 #include "cpb_backend.h"
 #include "cpb_method.h"
 #include "cpb_presets.h"
+#include "knobs.h"
 #include "plan.h"
 #include "registry.h"
 #include "row.h"
@@ -186,4 +187,40 @@ Test(tp_compose, plan_searches_tp_within_a_node)
     cr_expect_gt(pl.n, 0);
     for (int i = 0; i < pl.n; i++) cr_expect_eq(cpb_row_knob_int(&pl.c[i].row, "tp"), 8);
     cpb_plan_free(&pl);
+}
+
+/* Under --tp the world is alike by moves of tp ranks (the TP groups are blocks of tp): the
+ * simulator's symmetric replay replays tp ranks of a node and agrees with the exact replay,
+ * for every registered method that takes the shape */
+Test(tp_compose, symmetric_replay_under_tp_every_method)
+{
+    int compared = 0;
+    for (int i = 0; i < cpb_method_count(); i++)
+        for (int tp = 2; tp <= 4; tp *= 2) {
+            const cpb_method *m = cpb_method_at(i);
+            cpb_problem p;
+            memset(&p, 0, sizeof p);
+            cr_assert_eq(cpb_preset_find("llama3-8b", &p), CPB_OK);
+            p.C = 8;
+            p.S = 256 * 1024;
+            p.dtype = CPB_BF16;
+            cpb_knobs given = {0};
+            cpb_knobs_set_int(&given, "tp", tp);
+            char err[512] = "";
+            if (cpb_knobs_apply(m, &given, &p, err, sizeof err) != CPB_OK || cpb_tp_check(m, &p, err, sizeof err))
+                continue;
+            static cpb_row ex, sy;
+            cpb_sim_opts o = {0};
+            o.gpus_per_node = 8;
+            o.ranks = CPB_SIM_RANKS_EXACT;
+            cr_assert_eq(cpb_sim_layer(&p, m, &o, &ex), CPB_OK, "%s", ex.reason);
+            o.ranks = CPB_SIM_RANKS_SYMMETRIC;
+            cr_assert_eq(cpb_sim_layer(&p, m, &o, &sy), CPB_OK, "%s", sy.reason);
+            cr_assert_str_eq(ex.status, "ok", "%s tp %d: %s", m->name, tp, ex.reason);
+            cr_expect_eq(sy.replayed_ranks, tp, "%s tp %d: %d ranks replayed", m->name, tp, sy.replayed_ranks);
+            cr_expect_eq(sy.peak_bytes, ex.peak_bytes, "%s tp %d: peak", m->name, tp);
+            cr_expect_eq(sy.step_s, ex.step_s, "%s tp %d: step %.17g vs exact %.17g", m->name, tp, sy.step_s, ex.step_s);
+            compared++;
+        }
+    cr_assert_geq(compared, 2 * 8, "%d (method, tp) pairs compared", compared);
 }
