@@ -13,6 +13,7 @@
 #include "provenance.h"
 #include "registry.h"
 #include "sweep.h"
+#include "tp_compose.h"
 
 #define MAX_VALUES 32       /* candidate values of one knob */
 #define MAX_COMBOS 4096     /* knob combinations of one method */
@@ -271,7 +272,9 @@ static int enumerate(search *s, const cpb_method *m)
         /* the whole model's layout: the candidate's cp (plan_layout.c) */
         int lay = is_model(o) ? cpb_plan_layout(o, &o->given, &combo, &p, why, sizeof why) : CPB_PLAN_LAYOUT_USE;
         int ok = lay == CPB_PLAN_LAYOUT_USE && cpb_knobs_apply(m, &combo, &p, why, sizeof why) == CPB_OK;
-        if (ok && m->check && m->check(&p, why, sizeof why) != CPB_OK) ok = 0;
+        if (ok && !cpb_knobs_find(&o->given, "tp") && cpb_plan_tp_within_node(&p, o->sim.gpus_per_node, why, sizeof why))
+            ok = 0; /* a searched tp stays inside a node */
+        if (ok && cpb_tp_check(m, &p, why, sizeof why) != CPB_OK) ok = 0; /* under the combination's --tp */
         if (ok) {
             CPB_TRY(push(s, m, &p, &combo));
             accepted++;
@@ -329,7 +332,7 @@ static int run_candidate(search *s, int i)
         q.S = S;
         char why[512];
         cpb_point_status ps;
-        if (cpb_knobs_apply(m, &s->combos[i], &q, why, sizeof why) != CPB_OK || (m->check && m->check(&q, why, sizeof why) != CPB_OK)) {
+        if (cpb_knobs_apply(m, &s->combos[i], &q, why, sizeof why) != CPB_OK || cpb_tp_check(m, &q, why, sizeof why) != CPB_OK) {
             ps = CPB_POINT_REFUSED;
         } else {
             cur = *c;

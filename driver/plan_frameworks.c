@@ -2,8 +2,9 @@
  * a candidate there (plan_frameworks.h).  One table; each line cites where the framework
  * defines the setting (paths in the frameworks' repositories, read in December 2026).
  *
- * Placeholders in a setting: {C} the GPUs (the context-parallel group: the plan puts every
- * GPU in it), {U} the candidate's Ulysses degree, {R} = C / U its ring degree, {CHUNK} the
+ * Placeholders in a setting: {C} the context-parallel group (every GPU, or GPUs / tp under
+ * --tp: of the four only Megatron-LM combines its CP with TP and sequence parallelism, so
+ * only its settings are given then, with the TP ones in front), {U} the candidate's Ulysses degree, {R} = C / U its ring degree, {CHUNK} the
  * FPDT chunk in global tokens (--seq-chunk; DeepSpeed's chunk_size is global too).
  *
  * Sources:
@@ -32,6 +33,7 @@
 #include <string.h>
 
 #include "knobs.h"
+#include "tp_compose.h"
 
 typedef struct fw_setting {
     const char *method;
@@ -94,9 +96,10 @@ static void fill(const char *t, const cpb_problem *p, char *out, size_t len)
     while (*t && n + 1 < len) {
         char v[32] = "";
         size_t skip = 0;
-        if (!strncmp(t, "{C}", 3)) snprintf(v, sizeof v, "%d", p->C), skip = 3;
+        const int cp = p->C / cpb_tp_degree(p);
+        if (!strncmp(t, "{C}", 3)) snprintf(v, sizeof v, "%d", cp), skip = 3;
         else if (!strncmp(t, "{U}", 3)) snprintf(v, sizeof v, "%lld", (long long)U), skip = 3;
-        else if (!strncmp(t, "{R}", 3)) snprintf(v, sizeof v, "%lld", (long long)(U > 0 ? p->C / U : 0)), skip = 3;
+        else if (!strncmp(t, "{R}", 3)) snprintf(v, sizeof v, "%lld", (long long)(U > 0 ? cp / U : 0)), skip = 3;
         else if (!strncmp(t, "{CHUNK}", 7)) snprintf(v, sizeof v, "%lld", (long long)chunk), skip = 7;
         if (skip) {
             n += (size_t)snprintf(out + n, len - n, "%s", v);
@@ -113,22 +116,26 @@ int cpb_plan_framework_settings(const cpb_method *m, const cpb_problem *p, const
 {
     size_t n = 0;
     int k = 0;
+    const int tp = cpb_tp_degree(p);
     out[0] = 0;
     for (int i = 0; i < NTABLE && n < len; i++) {
         if (strcmp(table[i].method, m->name) || (family && family[0] && strcmp(table[i].family, family))) continue;
-        char s[256];
+        if (tp > 1 && strcmp(table[i].family, "megatron")) continue; /* no TP x CP there */
+        char s[256], tps[96] = "";
         fill(table[i].settings, p, s, sizeof s);
+        if (tp > 1) snprintf(tps, sizeof tps, "--tensor-model-parallel-size %d --sequence-parallel ", tp);
         /* DeepSpeed ships FPDT's own schedule; the pipelined one is this suite's (docs/methods.md) */
         const char *sched = !strcmp(m->name, "fpdt") && !strcmp(cpb_knob_str(p, "fpdt_impl"), "pipelined")
                                 ? " (DeepSpeed runs its own schedule, --fpdt-impl deepspeed; the pipelined one is "
                                   "this suite's idealised schedule, docs/methods.md)"
                                 : "";
-        n += (size_t)snprintf(out + n, len - n, "    %s: %s%s  [%s]\n", table[i].family, s, sched,
+        n += (size_t)snprintf(out + n, len - n, "    %s: %s%s%s  [%s]\n", table[i].family, tps, s, sched,
                               source_name(table[i].source));
         k++;
     }
     if (!k)
-        snprintf(out, len, "    no framework of %s has %s: run it with this suite's implementation "
-                 "(docs/methods.md names its reference)\n", family && family[0] ? family : cpb_plan_stacks(), m->name);
+        snprintf(out, len, "    no framework of %s has %s%s: run it with this suite's implementation "
+                 "(docs/methods.md names its reference)\n", family && family[0] ? family : cpb_plan_stacks(), m->name,
+                 tp > 1 ? " under tensor parallelism" : "");
     return k;
 }

@@ -17,6 +17,7 @@
 #include "sim/sim_world.h"
 #include "sim/timeline.h"
 #include "sim_layer.h"
+#include "tp_compose.h"
 
 const cpb_knob cpb_sim_knobs[] = {
     {.name = "host_ram_bytes", .type = CPB_KNOB_BYTES, .def = "0", .arg = "BYTES",
@@ -296,7 +297,11 @@ static void record_ranks(sim_run *s)
     if (mode == CPB_SIM_RANKS_SYMMETRIC) {
         int periods[64];
         int np = cpb_sim_periods(C, s->gpn, periods, 64);
+        /* under --tp the TP groups are blocks of tp adjacent ranks: only a move by a multiple
+         * of tp maps them onto each other, so no shorter period can hold */
+        const int tp = cpb_tp_degree(s->p);
         for (int i = 0; i < np; i++) {
+            if (periods[i] % tp) continue;
             int ok = try_period(s, periods[i]);
             if (ok < 0) return;
             if (ok) {

@@ -8,6 +8,7 @@
 
 #include "attn_choice.h"
 #include "ranks.h"
+#include "tp_compose.h"
 #include "verify_inputs.h"
 
 /* ---------------------------------------------------------------- setup */
@@ -15,7 +16,7 @@
 int cpb_method_refusal(const cpb_method *m, const cpb_problem *p, char *msg, size_t len)
 {
     char why[1024] = "";
-    if (!m->check || m->check(p, why, sizeof why) == CPB_OK) return CPB_OK;
+    if (cpb_tp_check(m, p, why, sizeof why) == CPB_OK) return CPB_OK; /* the method's check under --tp */
     if (msg && len) snprintf(msg, len, "%s refuses this shape: %s", m->name, why[0] ? why : "(no reason given)");
     return CPB_ERR_REFUSED;
 }
@@ -113,17 +114,13 @@ int cpb_trial_setup(cpb_ctx *ctx, const cpb_method *m, const cpb_problem *p, con
     cpb_ctx_set_problem(ctx, p);
     L->p = *p;
     int rank = cpb_rank(ctx);
-    if (m->token_layout(p, rank, &L->tokens) != CPB_OK)
+    if (cpb_tp_token_layout(m, p, rank, &L->tokens) != CPB_OK)
         return cpb_fail(ctx, CPB_ERR_INVALID, "%s: no token layout for S %lld on %d ranks", m->name,
                         (long long)p->S, p->C);
     L->s = cpb_segs_total(&L->tokens);
-    if (m->weight_shard) {
-        if (m->weight_shard(p, rank, &L->shard) != CPB_OK)
-            return cpb_fail(ctx, CPB_ERR_INVALID, "%s: no weight shard for H %d, G %d on %d ranks", m->name, p->H,
-                            p->G, p->C);
-    } else {
-        cpb_shard_all(p, &L->shard);
-    }
+    if (cpb_tp_weight_shard(m, p, rank, &L->shard) != CPB_OK)
+        return cpb_fail(ctx, CPB_ERR_INVALID, "%s: no weight shard for H %d, G %d on %d ranks", m->name, p->H, p->G,
+                        p->C);
     if (L->s <= 0 || L->shard.nq <= 0 || L->shard.nkv <= 0)
         return cpb_fail(ctx, CPB_ERR_INVALID, "%s: rank %d holds %lld tokens, %d query and %d kv heads; every rank "
                         "needs some of each", m->name, rank, (long long)L->s, L->shard.nq, L->shard.nkv);
@@ -222,8 +219,7 @@ static void close_phase(cpb_ctx *ctx, cpb_mem_stats *whole_dev, cpb_mem_stats *w
 /* the method's forward (bwd 0) or backward inside its range "<name>/fwd|bwd" */
 static int run_phase(cpb_ctx *ctx, const cpb_method *m, cpb_layer *L, void *state, int bwd)
 {
-    CPB_RANGE(ctx, bwd ? m->backward(ctx, L, state) : m->forward(ctx, L, state), "%s/%s", m->name,
-              bwd ? "bwd" : "fwd");
+    CPB_RANGE(ctx, cpb_tp_phase(ctx, m, L, state, bwd), "%s/%s", m->name, bwd ? "bwd" : "fwd");
     return CPB_OK;
 }
 
@@ -259,10 +255,11 @@ int cpb_trial_step(cpb_ctx *ctx, const cpb_method *m, cpb_layer *L, cpb_row *r)
     const double comm0 = ctx->comm_bytes, pcie0 = ctx->pcie_bytes;
     const int timed = !ctx->be->models_time; /* a timing model predicts the times itself */
     cpb_mem_stats whole_dev = ctx->dev, whole_host = ctx->host;
-    void *state = m->state_size ? calloc(1, m->state_size) : NULL;
-    if (m->state_size && !state) {
+    const size_t state_size = cpb_tp_state_size(m, &L->p); /* with --tp, the wrapper's too */
+    void *state = state_size ? calloc(1, state_size) : NULL;
+    if (state_size && !state) {
         int rc = cpb_fail(ctx, CPB_ERR_NOMEM_HOST, "%s: out of host memory for its %zu-byte state", m->name,
-                          m->state_size);
+                          state_size);
         cpb_row_set_status(r, rc, cpb_errmsg(ctx));
         return rc;
     }

@@ -9,6 +9,7 @@
 #include "fingerprint.h"
 #include "knobs.h"
 #include "ranks.h"
+#include "tp_compose.h"
 #include "verify.h"
 #include "verify_inputs.h"
 
@@ -280,7 +281,7 @@ static int method_problem(const cpb_verify_opts *o, const cpb_method *m, cpb_pro
 {
     *q = o->p;
     if (cpb_knobs_apply(m, &o->knobs, q, why, len) != CPB_OK) return CPB_ERR_REFUSED;
-    return m->check && m->check(q, why, len) != CPB_OK ? CPB_ERR_REFUSED : CPB_OK;
+    return cpb_tp_check(m, q, why, len) != CPB_OK ? CPB_ERR_REFUSED : CPB_OK;
 }
 
 /* Which methods run: check() is a pure function of the problem, so every rank decides the

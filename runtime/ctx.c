@@ -99,22 +99,47 @@ const cpb_problem *cpb_problem_of(const cpb_ctx *ctx)
     return &ctx->p;
 }
 
+/* inside a scope (scope.c) the method's world is the scope's group */
 cpb_group *cpb_world(cpb_ctx *ctx)
 {
-    return ctx->groups[0];
+    return ctx->scope_world ? ctx->scope_world : ctx->groups[0];
 }
 
 int cpb_rank(const cpb_ctx *ctx)
 {
-    return ctx->rank;
+    return ctx->scope_world ? ctx->scope_world->rank : ctx->rank;
 }
 
 int cpb_world_size(const cpb_ctx *ctx)
 {
-    return ctx->world;
+    return ctx->scope_world ? ctx->scope_world->size : ctx->world;
 }
 
+static int group_of_world_ranks(cpb_ctx *ctx, int n, const int *world_ranks, cpb_group **out);
+
 int cpb_group_create(cpb_ctx *ctx, int n, const int *world_ranks, cpb_group **out)
+{
+    *out = NULL;
+    const cpb_group *sw = ctx->scope_world;
+    if (!sw) return group_of_world_ranks(ctx, n, world_ranks, out);
+    /* inside a scope the members are ranks of the scope's world: map them to real ranks */
+    if (n <= 0) return cpb_fail(ctx, CPB_ERR_INVALID, "rank %d creates a group of %d members", cpb_rank(ctx), n);
+    int *real = malloc(sizeof(int) * (size_t)n);
+    if (!real) return cpb_fail(ctx, CPB_ERR_NOMEM_HOST, "out of host memory creating a group");
+    for (int i = 0; i < n; i++) {
+        if (world_ranks[i] < 0 || world_ranks[i] >= sw->size) {
+            free(real);
+            return cpb_fail(ctx, CPB_ERR_INVALID, "group member %d is not a rank of the method's world of %d",
+                            world_ranks[i], sw->size);
+        }
+        real[i] = sw->ranks[world_ranks[i]];
+    }
+    int rc = group_of_world_ranks(ctx, n, real, out);
+    free(real);
+    return rc;
+}
+
+static int group_of_world_ranks(cpb_ctx *ctx, int n, const int *world_ranks, cpb_group **out)
 {
     *out = NULL;
     if (ctx->ngroups >= CPB_MAX_GROUPS)

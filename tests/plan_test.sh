@@ -16,7 +16,9 @@ rm -rf "$W" && mkdir -p "$W"
 fail() { echo "plan_test: FAIL: $*" >&2; exit 1; }
 PY=/usr/bin/python3
 
-"$CPB" plan --model llama3-8b --gpus 8 --seq 4M --out "$W/plan.h5" > "$W/out.txt" 2> "$W/err.txt" ||
+# --tp 0: the whole search without tensor parallelism (each tp value multiplies the
+# candidates; plan_searches_tp in tests/cli/plan_cases.txt covers the tp search)
+"$CPB" plan --model llama3-8b --gpus 8 --seq 4M --tp 0 --out "$W/plan.h5" > "$W/out.txt" 2> "$W/err.txt" ||
   fail "plan exited $? ($(tail -3 "$W/err.txt"))"
 cat "$W/out.txt"
 grep -q "^# cpbench plan: PREDICTIONS of the simulator, not measurements" "$W/out.txt" || fail "no prediction banner"

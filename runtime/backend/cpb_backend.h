@@ -188,7 +188,7 @@ typedef struct cpb_backend {
 
 /* Bump when cpb_backend, cpb_op, cpb_coll, cpb_ctx or cpb_ctx_opts change layout: a
  * backend built separately (a plugin) must be built against the same. */
-#define CPB_BACKEND_ABI_VERSION 7
+#define CPB_BACKEND_ABI_VERSION 8
 
 enum { CPB_MEM_TRIAL_START, CPB_MEM_TRIAL_TIMED };
 /* marks of the device timer (time_mark, cpb_time_mark) */
@@ -244,6 +244,8 @@ struct cpb_ctx {
     cpb_attn_usage attn_usage;
     /* cpb_time_mark without a device timer: each mark's clock reading */
     double time_marks[CPB_TIME_MARKS];
+    /* the world of the method running now (runtime/scope.c): NULL = every rank (groups[0]) */
+    cpb_group *scope_world;
 };
 
 /* context life cycle (harness): a context of backend `be` */
@@ -254,6 +256,20 @@ void cpb_ctx_destroy(cpb_ctx *ctx);
 void cpb_ctx_set_problem(cpb_ctx *ctx, const cpb_problem *p);
 /* the --attn choice of later attention calls (tools that compare implementations) */
 void cpb_ctx_set_attn(cpb_ctx *ctx, cpb_attn_choice c);
+/* Scopes (runtime/scope.c): a method run inside a sub-world, as a tensor-parallel wrapper
+ * runs a context-parallel method over its CP group (driver/tp_compose.c).  Between
+ * cpb_scope_enter and cpb_scope_leave the method's world is the group `world`: cpb_world, a
+ * NULL group, cpb_rank, cpb_world_size and the member lists of cpb_group_create are in its
+ * terms, and cpb_problem_of is *p (the sub-world's problem: its C is world->size).  The
+ * backends, the allocator and the race check still see the real rank.  `saved` keeps what
+ * cpb_scope_leave restores; scopes nest. */
+typedef struct cpb_scope {
+    cpb_group *world;
+    cpb_problem p;
+} cpb_scope;
+int cpb_scope_enter(cpb_ctx *ctx, cpb_group *world, const cpb_problem *p, cpb_scope *saved);
+void cpb_scope_leave(cpb_ctx *ctx, const cpb_scope *saved);
+
 /* free every live buffer (device and host): after an error or at the end of a trial */
 void cpb_free_all(cpb_ctx *ctx);
 /* reset high-water marks and counters to the current live state (start of a trial) */

@@ -10,9 +10,11 @@
  * temporaries of its adapted calls are tracked on every backend), and the implementation
  * the calls used must agree too.  Exit 0 when all agree, 1 otherwise (also when no
  * comparison routed a call to cuDNN).  --quick: the first shape only.  On an odd number of
- * ranks it takes its own shapes (odd_shapes). */
+ * ranks it takes its own shapes (odd_shapes).  --tp N: every method under `--tp N`
+ * (driver/tp_compose.h: the TP wrapper's gathers and partial sums are traced alike too). */
 #include <mpi.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpb_backend.h"
@@ -21,6 +23,7 @@
 #include "cpb_presets.h"
 #include "ranks.h"
 #include "sim_layer.h"
+#include "tp_compose.h"
 #include "trial.h"
 
 typedef struct shape {
@@ -57,7 +60,11 @@ int main(int argc, char **argv)
 {
     /* `--quick`: the first shape only (keeps the sanitizer pass of the suite short) */
     size_t nshapes = sizeof shapes / sizeof shapes[0];
-    if (argc > 1 && strcmp(argv[1], "--quick") == 0) nshapes = 1;
+    int tp = 1;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) nshapes = 1;
+        else if (strcmp(argv[i], "--tp") == 0 && i + 1 < argc) tp = atoi(argv[++i]);
+    }
     /* this test's own main owns MPI, as cpbench's main does */
     int provided = 0;
     if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
@@ -75,7 +82,7 @@ int main(int argc, char **argv)
         return 1;
     }
     const int C = cpb_world_size(ctx), rank = cpb_rank(ctx);
-    const shape *shp = C % 2 ? odd_shapes : shapes;
+    const shape *shp = (C / tp) % 2 ? odd_shapes : shapes; /* an odd CP group takes the odd shapes */
     int failures = 0, compared = 0, with_cudnn = 0;
     for (size_t si = 0; si < nshapes; si++)
         for (int ai = 0; ai < 2; ai++) {
@@ -98,7 +105,8 @@ int main(int argc, char **argv)
             cpb_knobs_set_str(&p.knobs, "fpdt_impl", impl ? "pipelined" : "deepspeed");
             if (impl == 2) cpb_knobs_set_str(&p.knobs, "fpdt_bwd", "delta");
             char why[512];
-            if (m->check && m->check(&p, why, sizeof why) != CPB_OK) continue;
+            cpb_knobs_set_int(&p.knobs, "tp", tp);
+            if (cpb_tp_check(m, &p, why, sizeof why) != CPB_OK) continue; /* m's check, under --tp */
             /* cpu: the real trial, largest values over the ranks */
             cpb_layer L;
             static cpb_row tr, sr;

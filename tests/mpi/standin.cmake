@@ -52,6 +52,10 @@ foreach(dt fp32 bf16)
   cpb_standin_test(standin_verify_d64_${dt} 4 COMMAND ${CPBENCH} verify --backend cuda --method all --model tiny
                    --head-dim 64 --seq ${CPB_SD_D64_SEQ} --dtype ${dt})
 endforeach()
+# --tp 2 around every method: the TP and CP groups' communicators and the runtime scope on the
+# cuda backend's host code (tp 2 x cp 2)
+cpb_standin_test(standin_verify_tp2 4
+                 COMMAND ${CPBENCH} verify --backend cuda --method all --model tiny --seq 64 --dtype bf16 --tp 2)
 # four ranks on one GPU over --comm mpi (the GPU check's single-GPU run)
 cpb_standin_test(standin_verify_comm_mpi 4 COMMAND sh -c
   "CUDA_VISIBLE_DEVICES=0 exec '${CPBENCH}' verify --backend cuda --comm mpi --method all --model tiny --seq 192 --dtype bf16")

@@ -24,6 +24,9 @@ static cpb_plan_opts opts(const char *model, int C, int64_t S, const char *scope
     o.scope = scope;
     o.sim.ranks = CPB_SIM_RANKS_SYMMETRIC;
     o.min_headroom = CPB_PLAN_MIN_HEADROOM;
+    /* no tensor parallelism: these tests are about the search and its rules, and each tp
+     * value multiplies the candidates (test_tp_compose.c tests plan's search of tp) */
+    cpb_knobs_set_int(&o.given, "tp", 0);
     return o;
 }
 
@@ -190,6 +193,7 @@ Test(plan, max_context_is_the_longest_that_fits)
     o.bisect = 1 << 20;
     o.sim.mem_cap = (int64_t)24 << 30;
     o.given = (cpb_knobs){0};
+    cpb_knobs_set_int(&o.given, "tp", 0); /* as opts(): tp is not what this tests */
     cr_assert_eq(cpb_plan_search(&o, &pl, err, sizeof err), CPB_OK, "%s", err);
     cr_assert_geq(pl.recommended, 0);
     const cpb_plan_cand *r = &pl.c[pl.recommended];
