@@ -577,7 +577,7 @@ static void check_attn(st_t *t)
 
 /* cuDNN's fused attention against the cpu backend, for every call class the methods make
  * (cpb_attn_route.h): causal top-left (ring's diagonal, fpdt's i == j, the full
- * ulysses/upipe calls) and unmasked (later ring steps, fpdt's i > j), q shorter and longer
+ * ulysses/upipe calls), causal bottom-right (a chunk against its whole prefix) and unmasked (later ring steps, fpdt's i > j), q shorter and longer
  * than kv, GQA ratios 1, 4 and 8, d 64 and 128, bf16, lse out, the backward from o, dO and
  * an external lse, accumulated (ring, fpdt: temporaries plus axpby), strided head views
  * with an lse of a larger leading dimension starting at an odd token (an lse temporary).
@@ -601,6 +601,12 @@ static void check_attn_cudnn(st_t *t)
         /* strided head slices, lse with ld + 5 from token 2: an lse temporary; accumulated */
         {130, 130, 4, 2, 64, 1, 0, 0, CPB_BF16, 1, 0, 1},
         {64, 200, 8, 2, 128, 0, 0, 0, CPB_BF16, 1, 0, 0},
+        /* causal bottom-right (q_pos0 - k_pos0 = sk - sq: one chunk against its whole
+         * prefix, TransformerEngine's all-gather schedule): GQA 4, d 128; MHA, d 64,
+         * accumulated; GQA 8 on strided views */
+        {128, 384, 8, 2, 128, 1, 256, 0, CPB_BF16, 0, 0, 0},
+        {192, 256, 4, 4, 64, 1, 1088, 1024, CPB_BF16, 0, 0, 1},
+        {64, 448, 8, 1, 128, 1, 384, 0, CPB_BF16, 1, 0, 0},
     };
     char why[512] = "";
     const cpb_backend *be = t->g->be;
