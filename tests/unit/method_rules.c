@@ -79,6 +79,8 @@ int cpb_rules_symmetric(const cpb_method *m, const cpb_problem *p, int gpus_per_
     snprintf(shape + n, sizeof shape - n, ", %d GPUs per node", gpus_per_node);
     cpb_sim_opts o = {0};
     o.gpus_per_node = gpus_per_node;
+    /* the rule is about op order, not capacity: room for any method's whole schedule */
+    o.mem_cap = (int64_t)1 << 50;
     o.ranks = CPB_SIM_RANKS_EXACT;
     if (cpb_sim_layer(p, m, &o, ex) != CPB_OK) return broke(m, why, why_len, "exact replay of %s: %s", shape, ex->reason);
     o.ranks = CPB_SIM_RANKS_SYMMETRIC;
