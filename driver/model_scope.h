@@ -156,7 +156,8 @@ typedef struct cpb_setup {
     int copy16_eff;          /* a 16-bit compute copy beside an fp32 master is kept */
     int micro_batch, grad_accum;
     int lora_rank;           /* 0: every parameter trainable; R: a frozen base with LoRA adapters of rank R */
-    int cp;                  /* the context-parallel degree: the attention trial's ranks (p->C) */
+    int cp;                  /* the context-parallel degree: the attention trial's ranks (p->C) / tp */
+    int tp;                  /* --tp: tensor-parallel degree around the attention (1: none) */
     int cp_given;            /* --cp as asked (0: not given) */
     int cp_searched;         /* plan's header: cp is searched (cp then holds the GPUs) */
     int dp;                  /* data-parallel replicas of the context-parallel group: cp x dp GPUs in all */

@@ -1,6 +1,6 @@
 /* model_scope_layout.c — the layout of the whole-model estimate (model_scope.h): the GPUs
- * as a context-parallel group of cp ranks (the attention layer's world, p->C) times
- * data-parallel replicas.  One source of truth: --gpus (every GPU) and the CP degree; the
+ * as a context-parallel group of cp ranks (the attention layer's world, p->C, which under
+ * --tp T is T x cp ranks) times data-parallel replicas.  One source of truth: --gpus (every GPU) and the CP degree; the
  * replicas are GPUs / cp.  --dp stays accepted: alone it chooses cp = GPUs / R, with --cp it
  * must agree.  The point carries cp as asked (its knob) and the replicas resolved (the dp
  * knob), so p->C x dp is the world and the assumptions block can say where each came
@@ -23,14 +23,23 @@ int cpb_layout_resolve(cpb_knobs *given, int gpus, int *cp, char *err, size_t er
 {
     const cpb_knob_value *vc = given ? cpb_knobs_find(given, "cp") : NULL;
     const cpb_knob_value *vd = given ? cpb_knobs_find(given, "dp") : NULL;
+    const cpb_knob_value *vt = given ? cpb_knobs_find(given, "tp") : NULL;
     int64_t c = vc ? vc->i : 0, r = vd ? vd->i : 0;
+    /* under --tp T a replica is T x cp GPUs (driver/tp_compose.h: the layer's world is
+     * tp x cp, TP inner), so the layer's ranks are cp x T: --cp counts the context-parallel
+     * degree alone, as Megatron's --context-parallel-size does */
+    const int64_t t = vt && vt->i > 1 ? vt->i : 1;
     char divs[256];
     *cp = gpus;
     if (c <= 0 && r <= 0) return CPB_OK; /* every GPU in the group, one replica */
     divisors_text(gpus, divs, sizeof divs);
-    if (c > 0 && (c > gpus || gpus % c)) {
-        snprintf(err, err_len, "--cp %lld does not divide the %d GPUs (--gpus): the context-parallel degree is one of "
-                 "%s (the replicas are GPUs / cp)", (long long)c, gpus, divs);
+    if (c > 0 && (c * t > gpus || gpus % (c * t))) {
+        if (t > 1)
+            snprintf(err, err_len, "--cp %lld x --tp %lld does not divide the %d GPUs (--gpus): a replica is tp x cp "
+                     "GPUs, one of %s", (long long)c, (long long)t, gpus, divs);
+        else
+            snprintf(err, err_len, "--cp %lld does not divide the %d GPUs (--gpus): the context-parallel degree is one of "
+                     "%s (the replicas are GPUs / cp)", (long long)c, gpus, divs);
         return CPB_ERR_INVALID;
     }
     if (r > 0 && (r > gpus || gpus % r)) {
@@ -38,13 +47,23 @@ int cpb_layout_resolve(cpb_knobs *given, int gpus, int *cp, char *err, size_t er
                  "(or give the context-parallel degree, --cp)", (long long)r, gpus, divs);
         return CPB_ERR_INVALID;
     }
-    if (c > 0 && r > 0 && c * r != gpus) {
-        snprintf(err, err_len, "--cp %lld and --dp %lld disagree with --gpus %d (cp x dp must be the GPUs): give --cp "
-                 "alone (the replicas are derived: %d / %lld = %lld)", (long long)c, (long long)r, gpus, gpus,
-                 (long long)c, (long long)(gpus / c));
+    if (c > 0 && r > 0 && c * t * r != gpus) {
+        if (t > 1)
+            snprintf(err, err_len, "--cp %lld, --tp %lld and --dp %lld disagree with --gpus %d (cp x tp x dp must be "
+                     "the GPUs): give --cp alone (the replicas are derived: %d / %lld = %lld)", (long long)c,
+                     (long long)t, (long long)r, gpus, gpus, (long long)(c * t), (long long)(gpus / (c * t)));
+        else
+            snprintf(err, err_len, "--cp %lld and --dp %lld disagree with --gpus %d (cp x dp must be the GPUs): give --cp "
+                     "alone (the replicas are derived: %d / %lld = %lld)", (long long)c, (long long)r, gpus, gpus,
+                     (long long)c, (long long)(gpus / c));
         return CPB_ERR_INVALID;
     }
-    *cp = c > 0 ? (int)c : (int)(gpus / r);
+    if (c <= 0 && (gpus / r) % t) {
+        snprintf(err, err_len, "--dp %lld leaves %lld GPUs per replica, not a multiple of --tp %lld: a replica is "
+                 "tp x cp GPUs", (long long)r, (long long)(gpus / r), (long long)t);
+        return CPB_ERR_INVALID;
+    }
+    *cp = c > 0 ? (int)(c * t) : (int)(gpus / r);
     return cpb_knobs_set_int(given, "dp", gpus / *cp);
 }
 

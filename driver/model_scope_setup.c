@@ -183,7 +183,8 @@ int cpb_setup_of(const cpb_problem *p, cpb_setup *s, char *err, size_t err_len)
         s->lora_rank = (int)cpb_knob_int(p, "lora_rank"), s->from_cli[CPB_PART_LORA] = 1;
     /* the layout as resolved (cpb_layout_resolve): p->C the context-parallel ranks, the dp
      * knob the replicas; --cp as asked says where cp came from */
-    s->cp = p->C;
+    s->tp = cpb_knob_int(p, "tp") > 1 ? (int)cpb_knob_int(p, "tp") : 1;
+    s->cp = p->C / s->tp;
     s->cp_given = (int)cpb_knob_int(p, "cp");
     s->from_cli[CPB_PART_CP] = s->cp_given > 0;
     s->dp = 1;
@@ -266,11 +267,15 @@ void cpb_setup_part_value(const cpb_setup *s, int part, char *buf, size_t len)
     /* a preset alone (cpbench list) has no GPUs: its layout is the default */
     case CPB_PART_CP:
         if (s->cp_searched) snprintf(buf, len, "searched: each divisor of the %d GPUs", s->cp);
+        else if (s->cp > 0 && s->tp > 1)
+            snprintf(buf, len, "%d (x --tp %d: the attention layer's %d ranks)", s->cp, s->tp, s->cp * s->tp);
         else if (s->cp > 0) snprintf(buf, len, "%d (the attention layer's ranks)", s->cp);
         else snprintf(buf, len, "every GPU");
         break;
     case CPB_PART_DP:
         if (s->cp_searched) snprintf(buf, len, "GPUs / cp");
+        else if (s->cp > 0 && s->tp > 1)
+            snprintf(buf, len, "%d (%d GPUs = cp %d x tp %d x %d)", s->dp, s->cp * s->tp * s->dp, s->cp, s->tp, s->dp);
         else if (s->cp > 0) snprintf(buf, len, "%d (%d GPUs = cp %d x %d)", s->dp, s->cp * s->dp, s->cp, s->dp);
         else snprintf(buf, len, "GPUs / cp");
         break;

@@ -45,6 +45,16 @@ extern "C" {
 /* Bump when a column changes; files of another version are refused for appending (reading
  * converts by column name and works across versions).  Version 7: results/README.md. */
 #define CPB_RESULTS_SCHEMA_VERSION 10
+/* Each schema version's layout fingerprint (cpb_results_layout), oldest first; the last
+ * line is this build's and must name CPB_RESULTS_SCHEMA_VERSION.  The unit test
+ * results_layout recomputes the fingerprint from the stored types and fails when the layout
+ * changed and this list did not: then bump the version and append the line the test prints
+ * (never edit an earlier line: it records what that version's files hold).  Branches that
+ * each add a column each append a line; merged, keep one line for the new version, with the
+ * fingerprint the test prints for the merged tree. */
+#define CPB_RESULTS_LAYOUTS(X)                                                                     \
+    X(9, 0xb7905e86ae057264ull)                                                                    \
+    X(10, 0xff8525ca3c3095bcull)
 
 typedef struct cpb_results cpb_results; /* an open results file */
 
@@ -85,6 +95,11 @@ int cpb_results_write_row(const char *path, int force, int argc, char **argv, co
  * (missing columns zero, "skipped" becomes "refused"); rows with an empty status (an append
  * that failed part-way) are left out. */
 int cpb_results_read(const char *path, cpb_row **rows, int64_t *n, char *err, size_t err_len);
+
+/* The layout this build writes (the stored types of /runs, /sessions and /models, member by
+ * member, and the at_peak_tags), as text into `text` (NULL, or truncated to len) and its
+ * fingerprint (FNV-1a 64 of the whole text), the value CPB_RESULTS_LAYOUTS records. */
+uint64_t cpb_results_layout(char *text, size_t len);
 
 /* Column names in table order, NULL-terminated (for docs and tests). */
 const char *const *cpb_results_column_names(void);

@@ -108,6 +108,10 @@ typedef struct cpb_row_phase {
     int64_t host_peak;                /* pinned host high-water during the phase */
     int64_t at_peak[CPB_TAG_COUNT];   /* breakdown by tag at the phase's peak */
     int64_t tag_peak[CPB_TAG_COUNT];  /* per-tag high-water during the phase */
+    /* device bytes of each tag, and pinned host bytes, live when the phase ends (the
+     * per-call temporaries rule, runtime/cpb_method.h, is checked on them) */
+    int64_t tag_live_end[CPB_TAG_COUNT];
+    int64_t host_live_end;
 } cpb_row_phase;
 
 /* the knob columns, by the knob's index in knobs.h (i for integers, s for choices) */

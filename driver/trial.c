@@ -181,6 +181,8 @@ static int64_t phase_end(const cpb_ctx *ctx, cpb_row_phase *ph)
     ph->host_peak = h->peak;
     memcpy(ph->at_peak, d->at_peak, sizeof ph->at_peak);
     memcpy(ph->tag_peak, d->tag_peak, sizeof ph->tag_peak);
+    memcpy(ph->tag_live_end, d->tag_live, sizeof ph->tag_live_end);
+    ph->host_live_end = h->live;
     return d->peak;
 }
 

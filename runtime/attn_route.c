@@ -28,6 +28,15 @@ int cpb_attn_choice_parse(const char *s)
  * indices below 2^31, so a span of exactly 2^31 elements (Llama3-8B's q at 4M tokens with
  * 4 heads per rank: [2^22][4][128]) is still served */
 #define CUDNN_MAX_SPAN ((int64_t)1 << 31)
+/* the lengths of a bottom-right causal call are multiples of this (cpb_attn_route_call) */
+#define CUDNN_BR_MULTIPLE 64
+
+int cpb_attn_cudnn_mask(const cpb_attn_args *a)
+{
+    const int64_t off = a->q_pos0 - a->k_pos0;
+    if (!a->causal || off >= a->k.rows - 1) return CPB_ATTN_MASK_NONE;
+    return off == 0 ? CPB_ATTN_MASK_TOP_LEFT : CPB_ATTN_MASK_BOTTOM_RIGHT;
+}
 
 static int own(cpb_attn_route *r, const char *fmt, const char *what)
 {
@@ -141,11 +150,25 @@ void cpb_attn_route_call(const cpb_attn_args *a, int bwd, cpb_attn_choice choice
         own(r, "%s (cuDNN: a multiple of 8 up to 128)", m);
         return;
     }
-    /* masks: none, top-left causal, or a causal call every query of which sees every key */
+    /* masks: none, top-left causal, bottom-right causal, or a causal call every query of
+     * which sees every key */
     int64_t off = a->q_pos0 - a->k_pos0;
     if (a->causal && off != 0 && off < sk - 1) {
-        own(r, "%s", "a causal mask with general position offsets");
-        return;
+        if (off < 0 || off != sk - sq) { /* off < 0: the first queries see no key */
+            own(r, "%s", "a causal mask with general position offsets");
+            return;
+        }
+        /* bottom-right (the last query sees every key: one chunk against its whole prefix,
+         * TransformerEngine's all-gather schedule).  cudnn-frontend refuses it when s_q >
+         * s_kv (never here: off > 0 means sk > sq) and, before cuDNN 9.6, when a length is not a multiple
+         * of 64 (scaled_dot_product_flash_attention.h, validate: "Bottom right causal mask
+         * is only supported with s_q multiple of 64, and s_kv multiple of 64").  The route
+         * applies that rule whatever the version, so that every backend routes, and
+         * allocates, alike. */
+        if (sq % CUDNN_BR_MULTIPLE || sk % CUDNN_BR_MULTIPLE) {
+            own(r, "%s", "a bottom-right causal mask with a length off a multiple of 64");
+            return;
+        }
     }
     struct { const char *name; const cpb_view *v; } in[] = {
         {"q", &a->q}, {"k", &a->k}, {"v", &a->v}, {"o", &a->o}, {"dO", &a->d_o}};

@@ -324,7 +324,7 @@ int cpb_download(cpb_ctx *ctx, cpb_view src, float *dst);
  * knobs in a table (cpb_method.h: name, type, default, check, help); the command line, the
  * results columns and the point key are all made from those tables.  An integer knob at 0
  * means the method's default; a choice knob holds one of its choices. */
-#define CPB_MAX_KNOBS 32
+#define CPB_MAX_KNOBS 64
 #define CPB_KNOB_LEN 32
 typedef struct cpb_knob_value {
     char name[CPB_KNOB_LEN];

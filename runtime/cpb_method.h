@@ -4,7 +4,46 @@
  * Adding a method: one folder methods/<name>/ defining `const cpb_method cpb_method_<name>`
  * and one line X(<name>) in methods/registry.def.  A method carries only its schedule: the
  * harness allocates its state, names its forward and backward ranges and owns the layer's
- * buffers; shared building blocks are in methods/common/.
+ * buffers; shared building blocks are in methods/common/.  docs/adding-a-method.md walks
+ * through it end to end.
+ *
+ * A method author's checklist.  These rules are what lets one schedule run unchanged on the
+ * cpu, sim and cuda backends and be compared fairly.  Each is checked for every method of the
+ * registry (a loop over cpb_method_count / cpb_method_at, never a typed list), so a new
+ * method is held to them by its one line in methods/registry.def, and a failure names it:
+ *
+ *  1. The same allocations on every rank.  Every rank makes the same device (and pinned
+ *     host) allocations, of the same sizes and tags, in the same order: a buffer whose need
+ *     depends on the rank is sized for the largest need over the ranks (ring's half blocks),
+ *     never for this rank's own.  Then all ranks run out of memory at the same call, none is
+ *     left waiting in a collective another rank never reaches, and one rank's bytes stand for
+ *     all.  Checked: the simulator compares every rank's allocation count and sequence hash
+ *     and fails the row naming the method (tests/unit/test_method_rules.c, on a grid of odd
+ *     rank counts, GQA ratios, H*d != D and lengths off powers of two); tests/mpi/sim_vs_cpu.c
+ *     checks the cpu backend's bytes equal the simulator's.
+ *  2. Temporaries per call.  A buffer is allocated inside forward or backward, sized for that
+ *     call, and freed before the call returns; only what backward needs crosses from forward,
+ *     through `state`, and backward frees it.  Nothing is kept in statics between calls (the
+ *     harness runs warm-up and timed steps, and other methods between them).  Ops and
+ *     collectives never allocate behind the method: it allocates their receive buffers and
+ *     workspaces, sized by the runtime's shared functions.  Checked: when backward returns,
+ *     no device byte is live outside the layer's own tags (x, weights, y, dy, dx, grads) and
+ *     the runtime's kept workspaces, and no pinned host byte is live (test_method_rules.c).
+ *  3. The same op order on every rank.  Every rank issues the same ops, on the same streams,
+ *     in the same order; the rank may change only which rows or heads an op touches, which
+ *     peers a send/recv names (moved with the rank) and how much work an op has (ring's
+ *     causal blocks).  No op inside `if (rank == ...)`.  The simulator replays one rank per
+ *     class of ranks alike by symmetry (docs/simulator.md); a rank-dependent order makes each
+ *     rank its own class and the replay falls back to every rank (about C^2 at scale).
+ *     Checked: on one node at default options the symmetric replay simulates one rank, and
+ *     its memory and times equal the exact replay's (tests/unit/test_sim_symmetry.c).
+ *  4. What refusal means.  check() is a pure function of the problem (its knobs included)
+ *     that refuses a shape the schedule cannot run (a divisibility, a head count, a knob out
+ *     of range) with a reason that names the constraint and the offending values.  It is the
+ *     only source of the status "refused": a failure while running is "oom" when the tracked
+ *     capacity is exceeded, else "error", never a refusal.  So check() accepts only what
+ *     forward and backward can run.  Checked: check() gives the same answer twice, a refusal
+ *     has a reason, and every accepted shape of the grid runs to "ok" (test_method_rules.c).
  */
 #ifndef CPB_METHOD_H
 #define CPB_METHOD_H

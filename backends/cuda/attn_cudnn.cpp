@@ -231,12 +231,27 @@ Qkv qkv(fe::graph::Graph &g, const cudnn_attn_call &c)
             tensor(g, "v", V, c.sk, c.hk, c.d, c.v)};
 }
 
+/* the call's mask on the SDPA attributes (forward or backward): the diagonal aligned
+ * top-left (query i sees keys 0..i) or bottom-right (query i sees keys 0..i + sk - sq;
+ * graph_properties.h: set_causal_mask_bottom_right sets DiagonalAlignment_t::BOTTOM_RIGHT
+ * and a right bound of 0) */
+const char *mask_name(int causal)
+{
+    return causal == 2 ? "causal bottom-right" : causal ? "causal" : "unmasked";
+}
+
+template <class Attributes> void set_mask(Attributes &opts, const cudnn_attn_call &c)
+{
+    if (c.causal == 1) opts.set_causal_mask(true);
+    if (c.causal == 2) opts.set_causal_mask_bottom_right(true);
+}
+
 std::shared_ptr<fe::graph::Graph> forward_graph(const cudnn_attn_call &c)
 {
     auto g = new_graph();
     auto [q, k, v] = qkv(*g, c);
     auto opts = fe::graph::SDPA_attributes().set_name("attn_fwd").set_generate_stats(true).set_attn_scale(c.scale);
-    if (c.causal) opts.set_causal_mask(true); /* top-left: query i sees keys 0..i */
+    set_mask(opts, c);
     auto [o, lse] = g->sdpa(q, k, v, opts);
     as_output(o, "o", O, c.sq, c.hq, c.d, c.o);
     lse_output(lse, c.sq, c.hq, c.lse.hs);
@@ -256,7 +271,7 @@ std::shared_ptr<fe::graph::Graph> backward_graph(const cudnn_attn_call &c)
                              .set_dim({1, c.hq, c.sq, 1})
                              .set_stride({c.hq * c.lse.hs, c.lse.hs, 1, 1}));
     auto opts = fe::graph::SDPA_backward_attributes().set_name("attn_bwd").set_attn_scale(c.scale);
-    if (c.causal) opts.set_causal_mask(true);
+    set_mask(opts, c);
     auto [dq, dk, dv] = g->sdpa_backward(q, k, v, o, d_o, lse, opts);
     as_output(dq, "dq", DQ, c.sq, c.hq, c.d, c.dq);
     as_output(dk, "dk", DK, c.sk, c.hk, c.d, c.dk);
@@ -374,7 +389,7 @@ extern "C" int cpb_cudnn_attn_run(const cudnn_attn_call *c, char *err, size_t er
                          "cudnn workspace: %s q %lld x %lld heads, kv %lld x %lld heads, d %lld, %s: plan needs %lld "
                          "bytes, declared bound %lld (%.1f%%)\n",
                          c->bwd ? "backward" : "forward", (long long)c->sq, (long long)c->hq, (long long)c->sk,
-                         (long long)c->hk, (long long)c->d, c->causal ? "causal" : "unmasked", (long long)need,
+                         (long long)c->hk, (long long)c->d, mask_name(c->causal), (long long)need,
                          (long long)c->ws_bytes, c->ws_bytes > 0 ? 100.0 * (double)need / (double)c->ws_bytes : 0.0);
     }
     if (g && e.empty()) {
@@ -390,7 +405,7 @@ extern "C" int cpb_cudnn_attn_run(const cudnn_attn_call *c, char *err, size_t er
     if (e.empty()) return 0;
     std::snprintf(err, err_len, "cuDNN attention %s (q %lld x %lld heads, kv %lld x %lld heads, d %lld, %s): %s%s",
                   c->bwd ? "backward" : "forward", (long long)c->sq, (long long)c->hq, (long long)c->sk,
-                  (long long)c->hk, (long long)c->d, c->causal ? "causal" : "unmasked", clipped(e, 480).c_str(),
+                  (long long)c->hk, (long long)c->d, mask_name(c->causal), clipped(e, 480).c_str(),
                   libs.c_str());
     return -1;
 }

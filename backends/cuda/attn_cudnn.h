@@ -31,7 +31,10 @@ typedef struct cudnn_tensor {
 typedef struct cudnn_attn_call {
     int bwd;
     int64_t sq, sk, hq, hk, d;
-    int causal;        /* top-left aligned (query i sees keys 0..i) */
+    /* the mask (cpb_attn_route.h, CPB_ATTN_MASK_*): 0 none; 1 causal aligned top-left
+     * (query i sees keys 0..i); 2 causal aligned bottom-right (query i sees keys
+     * 0..i + sk - sq; sq <= sk) */
+    int causal;
     float scale;
     cudnn_tensor q, k, v, o, lse;
     cudnn_tensor d_o, dq, dk, dv; /* backward */

@@ -147,8 +147,9 @@ static int run_attn_cudnn(cpb_ctx *ctx, const cpb_op *op, cudaStream_t s)
     c.hq = a->q.heads;
     c.hk = a->k.heads;
     c.d = a->q.dim;
-    /* the route sends causal calls only when aligned top-left or fully visible */
-    c.causal = a->causal && a->q_pos0 - a->k_pos0 < a->k.rows - 1;
+    /* the route sends causal calls only when aligned top-left or bottom-right, or fully
+     * visible (unmasked) */
+    c.causal = cpb_attn_cudnn_mask(a);
     c.scale = a->scale != 0.0f ? a->scale : (float)(1.0 / sqrt((double)a->q.dim));
     c.q = dnn_tensor(&a->q);
     c.k = dnn_tensor(&a->k);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "common/grad_acc.h"
+#include "common/proj_bwd.h"
 #include "fpdt_bwd.h"
 
 static int alloc_host(fpdt_bwd *B)
@@ -176,14 +177,13 @@ static int finish(fpdt_bwd *B, int64_t i)
     cpb_view dq = cpb_mat(B->dqseq, 0, m->c, Hd, Hd);
     cpb_view dk = cpb_mat(B->dkseq, 0, m->c, Gd, Gd);
     cpb_view dv = cpb_mat(B->dvseq, 0, m->c, Gd, Gd);
-    CPB_TRY(cpb_gemm(ctx, comp, 1, 0, 1.0f, x_i, dq, 1.0f, cpb_mat(L->dwq, 0, D, Hd, Hd)));
-    CPB_TRY(cpb_gemm(ctx, comp, 1, 0, 1.0f, x_i, dk, 1.0f, cpb_mat(L->dwk, 0, D, Gd, Gd)));
-    CPB_TRY(cpb_gemm(ctx, comp, 1, 0, 1.0f, x_i, dv, 1.0f, cpb_mat(L->dwv, 0, D, Gd, Gd)));
+    cpb_qkv_views grad = {dq, dk, dv};
+    cpb_qkv_views dw = {cpb_mat(L->dwq, 0, D, Hd, Hd), cpb_mat(L->dwk, 0, D, Gd, Gd), cpb_mat(L->dwv, 0, D, Gd, Gd)};
+    CPB_TRY(cpb_proj_bwd_dw(ctx, comp, x_i, grad, 1.0f, dw));
     /* dx_i in fp32, rounded once to the storage dtype */
     cpb_view dxa = cpb_mat(B->dxa, 0, m->c, D, D);
-    CPB_TRY(cpb_gemm(ctx, comp, 0, 1, 1.0f, dq, cpb_mat(L->wq, 0, D, Hd, Hd), 0.0f, dxa));
-    CPB_TRY(cpb_gemm(ctx, comp, 0, 1, 1.0f, dk, cpb_mat(L->wk, 0, D, Gd, Gd), 1.0f, dxa));
-    CPB_TRY(cpb_gemm(ctx, comp, 0, 1, 1.0f, dv, cpb_mat(L->wv, 0, D, Gd, Gd), 1.0f, dxa));
+    cpb_qkv_views w = {cpb_mat(L->wq, 0, D, Hd, Hd), cpb_mat(L->wk, 0, D, Gd, Gd), cpb_mat(L->wv, 0, D, Gd, Gd)};
+    CPB_TRY(cpb_proj_bwd_dx(ctx, comp, grad, w, 0.0f, dxa));
     return cpb_copy(ctx, comp, fpdt_rows(m, L->dx, i, D), dxa);
 }
 

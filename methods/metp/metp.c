@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "common/proj_bwd.h"
 #include "common/ring_attn.h"
 #include "cpb_method.h"
 #include "metp/metp_shards.h"
@@ -196,17 +197,14 @@ static int bwd_group(cpb_ctx *ctx, metp_run *R, int j, bwd_acc *A)
 
     /* dx += d(q, k, v) W_j^T, summed locally */
     cpb_view dx = cpb_mat(L->dx, 0, s, D, D);
-    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 0, 1, 1.0f, dqm, w.wq, j ? 1.0f : 0.0f, dx));
-    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 0, 1, 1.0f, dkm, w.wk, 1.0f, dx));
-    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 0, 1, 1.0f, dvm, w.wv, 1.0f, dx));
+    cpb_qkv_views grad = {dqm, dkm, dvm};
+    CPB_TRY(cpb_proj_bwd_dx(ctx, CPB_STREAM_COMPUTE, grad, (cpb_qkv_views){w.wq, w.wk, w.wv}, j ? 1.0f : 0.0f, dx));
 
     /* the group's dW partials (pack free once the previous group's reduce read it) */
     if (j > 0) CPB_TRY(cpb_stream_wait(ctx, CPB_STREAM_COMPUTE, A->dw_free));
     metp_group_w g = metp_grad_views(&R->W, A->dw);
     cpb_view x = cpb_mat(L->x, 0, s, D, D);
-    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 1, 0, 1.0f, x, dqm, 0.0f, g.wq));
-    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 1, 0, 1.0f, x, dkm, 0.0f, g.wk));
-    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 1, 0, 1.0f, x, dvm, 0.0f, g.wv));
+    CPB_TRY(cpb_proj_bwd_dw(ctx, CPB_STREAM_COMPUTE, x, grad, 0.0f, (cpb_qkv_views){g.wq, g.wk, g.wv}));
     CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 1, 0, 1.0f, o_mat(R, j), dy, 0.0f, g.wo));
     CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &kv));
     CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &q));

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "common/proj_bwd.h"
 #include "common/ring_attn.h"
 #include "cpb_method.h"
 
@@ -159,12 +160,11 @@ static int backward_body(cpb_ctx *ctx, cpb_layer *L, ring_state *st)
 
     /* dx = dq Wq^T + dk Wk^T + dv Wv^T; dW = x^T d(q, k, v) */
     cpb_view x = cpb_mat(L->x, 0, s, D, D), dx = cpb_mat(L->dx, 0, s, D, D);
-    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 0, 1, 1.0f, dqm, cpb_mat(L->wq, 0, D, hqd, hqd), 0.0f, dx));
-    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 0, 1, 1.0f, dkm, cpb_mat(L->wk, 0, D, hkd, hkd), 1.0f, dx));
-    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 0, 1, 1.0f, dvm, cpb_mat(L->wv, 0, D, hkd, hkd), 1.0f, dx));
-    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 1, 0, 1.0f, x, dqm, 0.0f, cpb_mat(L->dwq, 0, D, hqd, hqd)));
-    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 1, 0, 1.0f, x, dkm, 0.0f, cpb_mat(L->dwk, 0, D, hkd, hkd)));
-    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 1, 0, 1.0f, x, dvm, 0.0f, cpb_mat(L->dwv, 0, D, hkd, hkd)));
+    cpb_qkv_views grad = {dqm, dkm, dvm};
+    cpb_qkv_views w = {cpb_mat(L->wq, 0, D, hqd, hqd), cpb_mat(L->wk, 0, D, hkd, hkd), cpb_mat(L->wv, 0, D, hkd, hkd)};
+    cpb_qkv_views dw = {cpb_mat(L->dwq, 0, D, hqd, hqd), cpb_mat(L->dwk, 0, D, hkd, hkd),
+                        cpb_mat(L->dwv, 0, D, hkd, hkd)};
+    CPB_TRY(cpb_proj_bwd(ctx, CPB_STREAM_COMPUTE, x, grad, w, dx, dw));
     CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &st->kv));
     return cpb_free(ctx, CPB_STREAM_COMPUTE, &st->q);
 }

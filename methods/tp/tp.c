@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "cpb_method.h"
+#include "common/proj_bwd.h"
 
 
 typedef struct tp_state {
@@ -173,17 +174,18 @@ static int backward_body(cpb_ctx *ctx, cpb_layer *L, tp_state *st)
     cpb_view dkm = cpb_mat(dk, 0, z.S, z.hkd, z.hkd), dvm = cpb_mat(dv, 0, z.S, z.hkd, z.hkd);
     CPB_TRY(cpb_stream_wait(ctx, CPB_STREAM_COMPUTE, x_ready));
     cpb_view x = cpb_mat(xg, 0, z.S, z.D, z.D);
-    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 1, 0, 1.0f, x, dqm, 0.0f, cpb_mat(L->dwq, 0, z.D, z.hqd, z.hqd)));
-    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 1, 0, 1.0f, x, dkm, 0.0f, cpb_mat(L->dwk, 0, z.D, z.hkd, z.hkd)));
-    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 1, 0, 1.0f, x, dvm, 0.0f, cpb_mat(L->dwv, 0, z.D, z.hkd, z.hkd)));
+    cpb_qkv_views grad = {dqm, dkm, dvm};
+    cpb_qkv_views dw = {cpb_mat(L->dwq, 0, z.D, z.hqd, z.hqd), cpb_mat(L->dwk, 0, z.D, z.hkd, z.hkd),
+                        cpb_mat(L->dwv, 0, z.D, z.hkd, z.hkd)};
+    CPB_TRY(cpb_proj_bwd_dw(ctx, CPB_STREAM_COMPUTE, x, grad, 0.0f, dw));
     CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &xg));
 
     /* dx partial over the group's columns, summed and scattered to sequence shards */
     CPB_TRY(cpb_alloc(ctx, &dxp, z.S * z.D, p->dtype, CPB_TAG_GATHER, "dx_partial"));
     cpb_view dxm = cpb_mat(dxp, 0, z.S, z.D, z.D);
-    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 0, 1, 1.0f, dqm, cpb_mat(L->wq, 0, z.D, z.hqd, z.hqd), 0.0f, dxm));
-    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 0, 1, 1.0f, dkm, cpb_mat(L->wk, 0, z.D, z.hkd, z.hkd), 1.0f, dxm));
-    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 0, 1, 1.0f, dvm, cpb_mat(L->wv, 0, z.D, z.hkd, z.hkd), 1.0f, dxm));
+    cpb_qkv_views w = {cpb_mat(L->wq, 0, z.D, z.hqd, z.hqd), cpb_mat(L->wk, 0, z.D, z.hkd, z.hkd),
+                       cpb_mat(L->wv, 0, z.D, z.hkd, z.hkd)};
+    CPB_TRY(cpb_proj_bwd_dx(ctx, CPB_STREAM_COMPUTE, grad, w, 0.0f, dxm));
     CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &dv));
     CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &dk));
     CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &dq));

@@ -8,8 +8,9 @@
  *
  * What cuDNN serves directly: bf16 q, k, v, o (and dO, dq, dk, dv); head dim a multiple of 8
  * up to 128; GQA; [rows][heads][d] views with 16-byte aligned offsets and strides; no mask,
- * or the causal mask aligned top-left (q_pos0 == k_pos0), or a causal call in which every
- * query sees every key; lse out; a backward from q, k, v, o, dO and an external lse.
+ * the causal mask aligned top-left (q_pos0 == k_pos0) or bottom-right (q_pos0 - k_pos0 ==
+ * sk - sq, both lengths multiples of 64: the last query sees every key), or a causal call in
+ * which every query sees every key; lse out; a backward from q, k, v, o, dO and an external lse.
  * Adapted (aligned temporaries plus a copy or axpby, all in the front-end, so every backend
  * counts them): a forward whose o is fp32 or unaligned (ring's merge accumulators), an lse
  * view that is not 16-byte aligned, a backward that accumulates into dq, dk, dv or whose
@@ -60,6 +61,12 @@ enum {
     CPB_ATTN_CAP_CUDNN = 1,       /* cuDNN attention is present (or modelled: cpu, sim) */
     CPB_ATTN_CAP_FLASH_MODEL = 2, /* FlashAttention 2/3 are modelled (the sim backend only) */
 };
+
+/* The mask cuDNN applies to a call the route sent it: none (not causal, or every query sees
+ * every key), causal aligned top-left (query i sees keys 0..i) or bottom-right (query i sees
+ * keys 0..i + sk - sq). */
+enum { CPB_ATTN_MASK_NONE = 0, CPB_ATTN_MASK_TOP_LEFT = 1, CPB_ATTN_MASK_BOTTOM_RIGHT = 2 };
+int cpb_attn_cudnn_mask(const cpb_attn_args *a);
 
 /* what an adapted cuDNN call puts in temporaries */
 enum {

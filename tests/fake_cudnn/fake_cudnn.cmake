@@ -103,3 +103,16 @@ cpb_standin_test(standin_cudnn_unusable_auto 0
   ENV ${CPB_FAKE_DNN_ENV} "CPB_CUDA_LIB_PATH=${CPB_FAKE_DNN_NODESTROY}:${CPB_FAKE_DNN_DIR}"
   COMMAND ${CPB_FAKE_DNN_EXPECT} 0 "^status: ok"
   -- ${CPBENCH} run --backend cuda --attn auto --method ulysses --model tiny --seq 64 --dtype bf16 --warmup 1 --iters 1)
+# bottom-right causal calls (cpb_attn_route.h: a chunk of queries against its whole prefix)
+# reach cudnn-frontend with that mask: its validate (the bottom-right rules: s_q <= s_kv,
+# lengths that are multiples of 64 before cuDNN 9.6) and build_operation_graph accept the
+# forward and backward graphs of the GPU self-test's cases, and the fake cuDNN stops them
+# only where it has no engine to offer; the errors name the mask
+set(CPB_FAKE_DNN_BR "cuDNN attention %s \\(q 128 x 8 heads, kv 384 x 2 heads, d 128, causal bottom-right\\): create_execution_plans: No valid engine configs")
+string(REPLACE "%s" "forward" CPB_FAKE_DNN_BR_FWD "${CPB_FAKE_DNN_BR}")
+string(REPLACE "%s" "backward" CPB_FAKE_DNN_BR_BWD "${CPB_FAKE_DNN_BR}")
+cpb_standin_test(standin_cudnn_bottom_right 0 ENV ${CPB_FAKE_DNN_ENV} CPB_SELFTEST_ONLY=attn_cudnn
+  COMMAND ${CPB_FAKE_DNN_EXPECT} 1 "attn_fwd: ${CPB_FAKE_DNN_BR_FWD}" "attn_bwd: ${CPB_FAKE_DNN_BR_BWD}"
+  "cuDNN attention forward \\(q 192 x 4 heads, kv 256 x 4 heads, d 64, causal bottom-right\\): create_execution_plans"
+  "cuDNN attention forward \\(q 256 x 8 heads, kv 256 x 2 heads, d 128, causal\\): create_execution_plans"
+  -- ${CPBENCH} selftest --backend cuda)

@@ -10,8 +10,11 @@
  * temporaries of its adapted calls are tracked on every backend), and the implementation
  * the calls used must agree too.  Exit 0 when all agree, 1 otherwise (also when no
  * comparison routed a call to cuDNN).  --quick: the first shape only.  On an odd number of
- * ranks it takes its own shapes (odd_shapes).  --tp N: every method under `--tp N`
- * (driver/tp_compose.h: the TP wrapper's gathers and partial sums are traced alike too). */
+ * ranks it takes its own shapes (odd_shapes).  The methods are the registry's, each in
+ * every combination of its choice knobs (its schedules), so a new method or schedule is
+ * compared with no line here (rule 1 of runtime/cpb_method.h's checklist).  --tp N: every
+ * method under `--tp N` (driver/tp_compose.h: the TP wrapper's gathers and partial sums are
+ * traced alike too). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +24,7 @@
 #include "registry.h"
 #include "cpb_method.h"
 #include "cpb_presets.h"
+#include "knobs.h"
 #include "ranks.h"
 #include "sim_layer.h"
 #include "tp_compose.h"
@@ -39,6 +43,46 @@ static const shape shapes[] = {{8, 2, 64}, {8, 4, 128}, {8, 8, 64}};
  * not powers of two */
 static const shape odd_shapes[] = {{12, 6, 40}, {9, 3, 24}, {3, 1, 56}};
 _Static_assert(sizeof odd_shapes == sizeof shapes, "--quick and the loop count shapes[] for both lists");
+
+/* the combinations of m's choice knobs (the product of their choice counts) */
+static int n_variants(const cpb_method *m)
+{
+    int n = 1;
+    for (const cpb_knob *k = m->knobs; k && k->name; k++)
+        if (k->type == CPB_KNOB_CHOICE) {
+            int c = 1;
+            for (const char *q = k->choices; *q; q++) c += *q == '|';
+            n *= c;
+        }
+    return n;
+}
+
+/* p's knobs for variant vi of m: its choice knobs set by the digits of vi (one per knob, in
+ * table order), token counts (a chunk length) to a quarter of the sequence, every other
+ * knob its default; the choices named in `name` (" fpdt_impl=pipelined ...").  Not CPB_OK
+ * when a knob's check refuses the combination at p's shape. */
+static int variant_problem(const cpb_method *m, int vi, cpb_problem *p, char *name, size_t len)
+{
+    cpb_knobs given = {0};
+    name[0] = 0;
+    for (const cpb_knob *k = m->knobs; k && k->name; k++) {
+        if (k->type == CPB_KNOB_TOKENS) cpb_knobs_set_int(&given, k->name, p->S / 4);
+        if (k->type != CPB_KNOB_CHOICE) continue;
+        int c = 1;
+        for (const char *q = k->choices; *q; q++) c += *q == '|';
+        int pick = vi % c;
+        vi /= c;
+        const char *q = k->choices;
+        for (int j = 0; j < pick; j++) q = strchr(q, '|') + 1;
+        char v[64];
+        snprintf(v, sizeof v, "%.*s", (int)strcspn(q, "|"), q);
+        cpb_knobs_set_str(&given, k->name, v);
+        size_t n = strlen(name);
+        snprintf(name + n, len - n, " %s=%s", k->name, v);
+    }
+    char err[512];
+    return cpb_knobs_apply(m, &given, p, err, sizeof err);
+}
 
 enum { N_STATS = 7 };
 
@@ -88,9 +132,10 @@ int main(int argc, char **argv)
         for (int ai = 0; ai < 2; ai++) {
         const char *attn = ai ? "cudnn" : "own";
         for (int mi = 0; mi < cpb_method_count(); mi++)
-        /* fpdt has two schedules (--fpdt-impl), the pipelined one two backwards (--fpdt-bwd
-         * o|delta): all three are compared */
-        for (int impl = 0; impl < (strcmp(cpb_method_at(mi)->name, "fpdt") == 0 ? 3 : 1); impl++) {
+        /* every combination of the method's choice knobs (fpdt's two schedules and the
+         * pipelined one's two backwards, upipe's o|delta backward, ...): each is a schedule
+         * of its own */
+        for (int vi = 0; vi < n_variants(cpb_method_at(mi)); vi++) {
             const cpb_method *m = cpb_method_at(mi);
             cpb_problem p;
             memset(&p, 0, sizeof p);
@@ -100,11 +145,9 @@ int main(int argc, char **argv)
             p.C = C;
             p.S = shp[si].S_per_rank * C;
             p.dtype = ai ? CPB_BF16 : CPB_FP32; /* cuDNN serves bf16 only */
+            char variant[256] = "", why[512];
+            if (variant_problem(m, vi, &p, variant, sizeof variant) != CPB_OK) continue; /* a knob refuses it */
             cpb_knobs_set_str(&p.knobs, "attn", attn);
-            cpb_knobs_set_int(&p.knobs, "seq_chunk", p.S / 4); /* fpdt: four chunks */
-            cpb_knobs_set_str(&p.knobs, "fpdt_impl", impl ? "pipelined" : "deepspeed");
-            if (impl == 2) cpb_knobs_set_str(&p.knobs, "fpdt_bwd", "delta");
-            char why[512];
             cpb_knobs_set_int(&p.knobs, "tp", tp);
             if (cpb_tp_check(m, &p, why, sizeof why) != CPB_OK) continue; /* m's check, under --tp */
             /* cpu: the real trial, largest values over the ranks */
@@ -144,8 +187,7 @@ int main(int argc, char **argv)
             with_cudnn += strcmp(sr.attn_impl, "cudnn") == 0 || strcmp(sr.attn_impl, "mixed") == 0;
             compared++;
             printf("%s %-8s%s --attn %s (%s) H %d G %d C %d S %lld: peak cpu %lld sim %lld, intermediate %lld/%lld, host %lld/%lld\n",
-                   ok ? "ok  " : "FAIL", m->name,
-                   strcmp(m->name, "fpdt") ? "" : (impl == 2 ? " pipelined/delta" : impl ? " pipelined" : " deepspeed"), attn, sr.attn_impl, p.H, p.G, C, (long long)p.S, (long long)cpu_max[0], (long long)sim[0],
+                   ok ? "ok  " : "FAIL", m->name, variant, attn, sr.attn_impl, p.H, p.G, C, (long long)p.S, (long long)cpu_max[0], (long long)sim[0],
                    (long long)cpu_max[1], (long long)sim[1], (long long)cpu_max[4], (long long)sim[4]);
             if (!ok) {
                 failures++;

@@ -268,3 +268,50 @@ Test(attn_route, sim_own_and_cudnn_predict_different_times)
      * profile against cuDNN's 71%/61%) make the step several times longer */
     cr_expect_gt(step[1], 3.0 * step[0], "own %g s, cudnn %g s", step[1], step[0]);
 }
+
+/* bottom-right causal calls (q_pos0 - k_pos0 == sk - sq > 0: the last query sees every key,
+ * one chunk against its whole prefix) go to cuDNN with its bottom-right mask when both
+ * lengths are multiples of 64 (cudnn-frontend's rule before cuDNN 9.6, applied on every
+ * version); other offsets, lengths off 64 and q longer than kv stay on our kernels */
+Test(attn_route, bottom_right_causal_on_cudnn)
+{
+    const int64_t shapes[][2] = {{128, 384}, {64, 64 * 7}, {192, 256}, {256, 1024}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int bwd = 0; bwd < 2; bwd++) {
+            const int64_t sq = shapes[i][0], sk = shapes[i][1];
+            cpb_attn_args a = call(sq, sk, 8, 1 + (int64_t)(i % 2), 128);
+            a.k_pos0 = 1000;
+            a.q_pos0 = 1000 + sk - sq;
+            cpb_attn_route r = route(&a, bwd, CPB_ATTN_CHOOSE_AUTO, 1);
+            cr_expect_eq(r.impl, CPB_ATTN_CUDNN, "sq %lld sk %lld bwd %d: %s", (long long)sq, (long long)sk, bwd, r.why);
+            cr_expect_eq(r.adapt, CPB_ATTN_ADAPT_LSE, "served in place but for the lse temporary");
+            cr_expect_eq(cpb_attn_cudnn_mask(&a), CPB_ATTN_MASK_BOTTOM_RIGHT);
+        }
+    /* the masks the other served calls take */
+    cpb_attn_args t = call(128, 384, 8, 2, 128);
+    cr_expect_eq(cpb_attn_cudnn_mask(&t), CPB_ATTN_MASK_TOP_LEFT);
+    t.q_pos0 = 383;
+    cr_expect_eq(cpb_attn_cudnn_mask(&t), CPB_ATTN_MASK_NONE, "every query sees every key");
+    t.causal = 0;
+    t.q_pos0 = 0;
+    cr_expect_eq(cpb_attn_cudnn_mask(&t), CPB_ATTN_MASK_NONE);
+    /* one token off bottom-right: a general offset */
+    cpb_attn_args o = call(128, 384, 8, 2, 128);
+    o.q_pos0 = 255;
+    cpb_attn_route r = route(&o, 0, CPB_ATTN_CHOOSE_AUTO, 1);
+    cr_expect_eq(r.impl, CPB_ATTN_OWN);
+    cr_expect(strstr(r.why, "offsets"), "%s", r.why);
+    /* lengths off a multiple of 64 */
+    cpb_attn_args l = call(100, 300, 8, 2, 128);
+    l.q_pos0 = 200;
+    r = route(&l, 1, CPB_ATTN_CHOOSE_AUTO, 1);
+    cr_expect_eq(r.impl, CPB_ATTN_OWN);
+    cr_expect(strstr(r.why, "bottom-right") && strstr(r.why, "64"), "%s", r.why);
+    /* q longer than kv, aligned bottom-right: its first queries see no key (cuDNN refuses
+     * s_q > s_kv with this mask) */
+    cpb_attn_args g = call(384, 128, 8, 2, 128);
+    g.k_pos0 = 256;
+    r = route(&g, 0, CPB_ATTN_CHOOSE_AUTO, 1);
+    cr_expect_eq(r.impl, CPB_ATTN_OWN);
+    cr_expect(strstr(r.why, "offsets"), "%s", r.why);
+}

@@ -15,6 +15,7 @@
 #include "cpb_method.h"
 #include "cpb_presets.h"
 #include "knobs.h"
+#include "method_rules.h"
 #include "row.h"
 #include "sim/sim_symmetry.h"
 #include "sim_layer.h"
@@ -94,11 +95,38 @@ static void agree(const char *method, const char *model, int C, int gpn, int64_t
     both(method, model, C, gpn, S, knobs, expect_replayed, &ex, &sy);
 }
 
-/* one node: every rank stands for all (period 1) */
-Test(sim_symmetry, one_node_every_method)
+/* Rule 3 of the method author's checklist (runtime/cpb_method.h), for every method of the
+ * registry at its default options: on one node every rank stands for all (period 1), with
+ * an even and an odd world; on two nodes one node's ranks stand for the others.  A method
+ * whose ranks issue their ops in a rank-dependent order fails here by name
+ * (test_method_rules.c plants one). */
+static void registry_replays_symmetrically(const char *model, int C, int gpn, int64_t S, int max_replayed)
 {
-    const char *all[] = {"ulysses", "ring", "upipe", "fpdt", "offload", "tp", "metp", "usp", "hupipe"};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) agree(all[i], "llama3-8b", 8, 8, 1 << 20, NULL, 1);
+    int ran = 0;
+    for (int i = 0; i < cpb_method_count(); i++) {
+        const cpb_method *m = cpb_method_at(i);
+        cpb_problem p = problem(model, m, C, S, NULL);
+        char why[1024];
+        if (m->check && m->check(&p, why, sizeof why) != CPB_OK) {
+            cr_log_info("%s refuses %s on %d GPUs: %s", m->name, model, C, why);
+            continue;
+        }
+        static cpb_row ex, sy;
+        cr_expect_eq(cpb_rules_symmetric(m, &p, gpn, max_replayed, &ex, &sy, why, sizeof why), 0, "%s", why);
+        ran++;
+    }
+    cr_expect_gt(ran, 0, "no method accepts %s on %d GPUs", model, C);
+}
+
+Test(sim_symmetry, every_registered_method_one_node)
+{
+    registry_replays_symmetrically("llama3-8b", 8, 8, 1 << 20, 1);
+    registry_replays_symmetrically("40x5", 5, 8, 5 * 2 * 65536, 1);
+}
+
+Test(sim_symmetry, every_registered_method_two_nodes)
+{
+    registry_replays_symmetrically("llama3-8b", 16, 8, 1 << 21, 8);
 }
 
 /* several nodes: one node's ranks stand for the others; 3 and 5 nodes, a node of 4 */

@@ -9,7 +9,8 @@
  * One line per check, a summary, exit 0 only when every check passed; 2 when no GPU or no
  * backend with data is there (nothing was tested).  What only some backends have (the
  * choice of attention kernels, a caching pool's high-waters, a device's default capacity)
- * is checked where the backend's hooks say it exists. */
+ * is checked where the backend's hooks say it exists.  CPB_SELFTEST_ONLY=attn_cudnn,... runs
+ * only the named groups of checks (the `groups` table below). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -577,7 +578,7 @@ static void check_attn(st_t *t)
 
 /* cuDNN's fused attention against the cpu backend, for every call class the methods make
  * (cpb_attn_route.h): causal top-left (ring's diagonal, fpdt's i == j, the full
- * ulysses/upipe calls) and unmasked (later ring steps, fpdt's i > j), q shorter and longer
+ * ulysses/upipe calls), causal bottom-right (a chunk against its whole prefix) and unmasked (later ring steps, fpdt's i > j), q shorter and longer
  * than kv, GQA ratios 1, 4 and 8, d 64 and 128, bf16, lse out, the backward from o, dO and
  * an external lse, accumulated (ring, fpdt: temporaries plus axpby), strided head views
  * with an lse of a larger leading dimension starting at an odd token (an lse temporary).
@@ -601,6 +602,12 @@ static void check_attn_cudnn(st_t *t)
         /* strided head slices, lse with ld + 5 from token 2: an lse temporary; accumulated */
         {130, 130, 4, 2, 64, 1, 0, 0, CPB_BF16, 1, 0, 1},
         {64, 200, 8, 2, 128, 0, 0, 0, CPB_BF16, 1, 0, 0},
+        /* causal bottom-right (q_pos0 - k_pos0 = sk - sq: one chunk against its whole
+         * prefix, TransformerEngine's all-gather schedule): GQA 4, d 128; MHA, d 64,
+         * accumulated; GQA 8 on strided views */
+        {128, 384, 8, 2, 128, 1, 256, 0, CPB_BF16, 0, 0, 0},
+        {192, 256, 4, 4, 64, 1, 1088, 1024, CPB_BF16, 0, 0, 1},
+        {64, 448, 8, 1, 128, 1, 384, 0, CPB_BF16, 1, 0, 0},
     };
     char why[512] = "";
     const cpb_backend *be = t->g->be;
@@ -921,6 +928,46 @@ static void check_colls(st_t *t)
 
 /* ---------------------------------------------------------------- driver */
 
+/* the groups of checks, in the order they run */
+static const struct {
+    const char *name;
+    void (*run)(st_t *t);
+} groups[] = {
+    {"updown", check_updown},   {"fill_copy", check_fill_copy},   {"gemm", check_gemm},
+    {"rope", check_rope},       {"merge_delta", check_merge_delta}, {"attn", check_attn},
+    {"attn_cudnn", check_attn_cudnn}, {"streams", check_streams}, {"memory", check_memory},
+    {"large_copy", check_large_copy}, {"colls", check_colls},
+};
+
+/* 1 when `name` is an item of the comma-separated `list` */
+static int in_list(const char *list, const char *name)
+{
+    const size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == n && strncmp(p, name, n) == 0) return 1;
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
+/* CPB_SELFTEST_ONLY's items that name no group (the first, in out), for its error */
+static int unknown_group(const char *list, char *out, size_t len)
+{
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, ",");
+        int known = 0;
+        for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++)
+            known |= strlen(groups[i].name) == n && strncmp(p, groups[i].name, n) == 0;
+        if (!known) {
+            snprintf(out, len, "%.*s", (int)n, p);
+            return 1;
+        }
+        p += n + (p[n] == ',');
+    }
+    return 0;
+}
+
 int cpb_selftest(const cpb_tool_opts *o)
 {
     const cpb_backend *be = o->be;
@@ -930,6 +977,17 @@ int cpb_selftest(const cpb_tool_opts *o)
         if (rank0)
             fprintf(stderr, "cpbench selftest: compares the data of a backend with the cpu backend's; the %s backend "
                     "has none (its accounting is covered by ctest); run it with --backend cuda\n", be->name);
+        return 2;
+    }
+    /* CPB_SELFTEST_ONLY=group[,group...]: only these groups of checks (a test that needs one
+     * group, such as tests/fake_cudnn's cuDNN calls, does not wait for the others) */
+    const char *only = getenv("CPB_SELFTEST_ONLY");
+    char bad[64];
+    if (only && unknown_group(only, bad, sizeof bad)) {
+        if (rank0)
+            fprintf(stderr, "cpbench selftest: CPB_SELFTEST_ONLY names '%s', which is no group of checks: give some of "
+                    "updown, fill_copy, gemm, rope, merge_delta, attn, attn_cudnn, streams, memory, large_copy, colls\n",
+                    bad);
         return 2;
     }
     char why[512] = "";
@@ -966,20 +1024,11 @@ int cpb_selftest(const cpb_tool_opts *o)
                go.comm ? go.comm : "default");
         printf("tolerances: max |%s - cpu| / max |cpu| <= %.0e (fp32), %.0e (bf16)\n", be->name, TOL_FP32, TOL_BF16);
     }
-    check_updown(&t);
-    check_fill_copy(&t);
-    check_gemm(&t);
-    check_rope(&t);
-    check_merge_delta(&t);
     /* our kernels first (--attn own), then cuDNN's where the backend has it */
     cpb_ctx_set_attn(t.g, CPB_ATTN_CHOOSE_OWN);
     cpb_ctx_set_attn(t.c, CPB_ATTN_CHOOSE_OWN);
-    check_attn(&t);
-    check_attn_cudnn(&t);
-    check_streams(&t);
-    check_memory(&t);
-    check_large_copy(&t);
-    check_colls(&t);
+    for (size_t i = 0; i < sizeof groups / sizeof groups[0]; i++)
+        if (!only || in_list(only, groups[i].name)) groups[i].run(&t);
 
     int counts[2] = {t.fail, t.pass};
     cpb_agree_sum_int(counts, 2);
