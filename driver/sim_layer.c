@@ -160,6 +160,10 @@ typedef struct sim_run {
     double t0;             /* when the point began (--timeout) */
     int64_t est_entries;   /* the work estimated after the first rank (sim_layer.h) */
     double est_seconds;
+    int strict;            /* auto up to CPB_SIM_EXACT_MAX_RANKS: ranks are alike only when their
+                              traces are moved copies exactly (op work included), and the compared
+                              traces are kept, so a fallback to every rank records nothing again */
+    char fallback[256];    /* why every rank was replayed where one per class was asked for */
 } sim_run;
 
 static double now_s(void)
@@ -171,14 +175,21 @@ static double now_s(void)
 
 /* the ranks a point records and replays under mode (the symmetric mode: its first period
  * and the samples of try_period; exact: every rank, twice over) */
+static int symmetric_mode(int C, int mode)
+{
+    if (mode == CPB_SIM_RANKS_AUTO) return C >= CPB_SIM_SYMMETRIC_MIN_RANKS;
+    return mode == CPB_SIM_RANKS_SYMMETRIC;
+}
+
 static int64_t ranks_of_work(int C, int gpn, int mode)
 {
-    if (mode == CPB_SIM_RANKS_AUTO) mode = C <= CPB_SIM_EXACT_MAX_RANKS ? CPB_SIM_RANKS_EXACT : CPB_SIM_RANKS_SYMMETRIC;
-    if (mode != CPB_SIM_RANKS_SYMMETRIC) return 2 * (int64_t)C;
+    if (!symmetric_mode(C, mode)) return 2 * (int64_t)C;
     int periods[64];
     int np = cpb_sim_periods(C, gpn, periods, 64);
     const int P = np > 0 ? periods[0] : C;
-    return 2 * (int64_t)P + 8; /* recorded and replayed, and the samples of the other periods */
+    /* up to CPB_SIM_EXACT_MAX_RANKS every rank is recorded to be compared; above, the
+     * representatives and the samples of the other periods; P replayed */
+    return C <= CPB_SIM_EXACT_MAX_RANKS ? (int64_t)C + P : 2 * (int64_t)P + 8;
 }
 
 /* after the first rank: the estimated work of the point; 1 (with the message) above the bound */
@@ -188,8 +199,7 @@ static int too_much_work(sim_run *s, int k, double rank_s, char *err, size_t len
     s->est_entries = per_rank * ranks;
     s->est_seconds = rank_s * (double)ranks;
     if (s->est_entries <= CPB_SIM_MAX_TRACE_ENTRIES) return 0;
-    const int symmetric = s->o->ranks == CPB_SIM_RANKS_SYMMETRIC ||
-                          (s->o->ranks == CPB_SIM_RANKS_AUTO && s->p->C > CPB_SIM_EXACT_MAX_RANKS);
+    const int symmetric = symmetric_mode(s->p->C, s->o->ranks);
     snprintf(err, len, "simulator: this point would replay about %.3g trace entries (%lld per rank x %lld ranks "
              "recorded and replayed), more than the bound of %.3g: about %.0f s here. %s", (double)s->est_entries,
              (long long)per_rank, (long long)ranks, (double)CPB_SIM_MAX_TRACE_ENTRIES, s->est_seconds,
@@ -271,11 +281,21 @@ static int try_period(sim_run *s, int P)
             if (!all && k > 1 && r != 0 && r != P - 1) continue;
             int img = r + k * P;
             if (record(s, img) != CPB_OK) return -1;
-            char why[256];
+            char why[200];
             double diff = 0;
-            if (!cpb_sim_traces_alike(s->w, s->hw, r, img, &diff, why, sizeof why) || diff > CPB_SIM_ALIKE_OP_TOL)
+            if (!cpb_sim_traces_alike(s->w, s->hw, r, img, &diff, why, sizeof why)) {
+                snprintf(s->fallback, sizeof s->fallback, "with a period of %d ranks, %s", P, why);
                 return 0;
+            }
+            if (diff > CPB_SIM_ALIKE_OP_TOL || (s->strict && diff > 0)) {
+                snprintf(s->fallback, sizeof s->fallback, "with a period of %d ranks, rank %d's op times differ from rank "
+                         "%d's by %.3g%% of the op time (%s)", P, img, r, 100 * diff, s->strict ? "auto keeps the "
+                         "times of every rank exact up to 64 ranks: --sim-ranks symmetric takes such ranks as alike"
+                         : "more than the tolerance of 2%");
+                return 0;
+            }
             if (diff > s->op_diff) s->op_diff = diff;
+            if (s->strict) continue; /* kept: a fallback to every rank records nothing again */
             /* the compared trace was only for the comparison (recorded again if a larger
              * period makes its rank a representative) */
             cpb_sim_world_drop_trace(s->w, img);
@@ -290,16 +310,19 @@ static int try_period(sim_run *s, int P)
 static void record_ranks(sim_run *s)
 {
     const int C = s->p->C;
-    int mode = s->o->ranks;
-    if (mode == CPB_SIM_RANKS_AUTO) mode = C <= CPB_SIM_EXACT_MAX_RANKS ? CPB_SIM_RANKS_EXACT : CPB_SIM_RANKS_SYMMETRIC;
-    if (mode == CPB_SIM_RANKS_SYMMETRIC) {
+    s->strict = s->o->ranks == CPB_SIM_RANKS_AUTO && C <= CPB_SIM_EXACT_MAX_RANKS;
+    if (symmetric_mode(C, s->o->ranks) && C > 1) {
         int periods[64];
         int np = cpb_sim_periods(C, s->gpn, periods, 64);
+        if (np == 0)
+            snprintf(s->fallback, sizeof s->fallback, "no move of the world onto itself keeps every node whole (%d "
+                     "ranks, %d per node: the last node is partial)", C, s->gpn);
         for (int i = 0; i < np; i++) {
             int ok = try_period(s, periods[i]);
             if (ok < 0) return;
             if (ok) {
                 s->w->period = periods[i];
+                s->fallback[0] = 0;
                 return;
             }
         }
@@ -352,22 +375,43 @@ int cpb_sim_layer(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts 
         return CPB_OK;
     }
     sim_run s = {p, m, o, w, cap, host_cap, calloc((size_t)p->C, 1), prof.hw.gpus_per_node, &prof.hw, 0, row, rk, 0, 0, 0,
-                 0, cpb_host_rss_bytes(), cpb_host_available_bytes(), now_s(), 0, 0};
+                 0, cpb_host_rss_bytes(), cpb_host_available_bytes(), now_s(), 0, 0, 0, ""};
     if (!s.recorded) {
         free(rk);
         cpb_sim_world_destroy(w);
         cpb_row_set_status(row, CPB_ERR_NOMEM_HOST, "simulator: out of host memory");
         return CPB_OK;
     }
+    if (o->memory_only) {
+        /* rank 0 alone: its memory is every rank's (sim_layer.h), and no time is modelled */
+        if (record(&s, 0) == CPB_OK) {
+            const sim_trace *t0 = &w->traces[0];
+            row->nstreams = t0->nstreams;
+            memcpy(row->stream_names, t0->stream_names, sizeof row->stream_names);
+        }
+        free(s.recorded);
+        free(rk);
+        cpb_sim_world_destroy(w);
+        return CPB_OK;
+    }
     record_ranks(&s);
-    free(s.recorded);
     row->sym_op_diff = s.op_diff;
     row->peak_tflops = prof.hw.peak_flops / 1e12;
-    free(rk);
     if (row->code == CPB_OK) {
         cpb_sim_timing t;
         int trc = cpb_sim_timeline(w, &prof.hw, &t, err, sizeof err);
-        if (trc != CPB_OK) {
+        if (trc == CPB_ERR_UNSUPPORTED && w->period < p->C) {
+            /* the replay of one rank per class cannot tell some groups apart: every rank */
+            snprintf(s.fallback, sizeof s.fallback, "%s", err);
+            s.exact = 1;
+            for (int k = 0; k < p->C && row->code == CPB_OK; k++) record(&s, k);
+            w->period = p->C;
+            row->sym_op_diff = 0;
+            if (row->code == CPB_OK) trc = cpb_sim_timeline(w, &prof.hw, &t, err, sizeof err);
+        }
+        if (row->code != CPB_OK) {
+            /* a rank recorded for the fallback failed: row says why */
+        } else if (trc != CPB_OK) {
             char msg[1100];
             snprintf(msg, sizeof msg, "%s: %s", m->name, err);
             cpb_row_set_status(row, trc, msg);
@@ -375,6 +419,9 @@ int cpb_sim_layer(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts 
             fill_times(row, p, &t);
         }
     }
+    snprintf(row->sym_fallback, sizeof row->sym_fallback, "%s", w->period == p->C ? s.fallback : "");
+    free(s.recorded);
+    free(rk);
     cpb_sim_world_destroy(w);
     return CPB_OK;
 }
@@ -406,7 +453,7 @@ int cpb_sim_estimate(const cpb_problem *p, const cpb_method *m, const cpb_sim_op
     const int64_t cap = o->mem_cap > 0 ? o->mem_cap : cpb_gpu_profile_usable(&prof);
     const int64_t host_cap = o->host_mem_cap > 0 ? o->host_mem_cap : cpb_gpu_profile_host_per_gpu(&prof);
     sim_run s = {p, m, &probe, w, cap, host_cap, recorded, prof.hw.gpus_per_node, &prof.hw, 0, row, rk, 0, 0, 0,
-                 0, -1, -1, now_s(), 0, 0};
+                 0, -1, -1, now_s(), 0, 0, 0, ""};
     rc = record(&s, 0);
     if (rc == CPB_OK || rc == CPB_ERR_UNSUPPORTED) { /* the work is known: the caller weighs it */
         *entries = s.est_entries;

@@ -23,6 +23,12 @@ typedef struct cpb_sim_opts {
     int no_race_check;        /* 1 = skip the stream-race check */
     int ranks;                /* cpb_sim_ranks: which ranks are simulated */
     double timeout_s;         /* --timeout: a point still simulating after this long stops (0: no bound) */
+    /* 1 = memory only: run rank 0 alone and return its exact memory (every rank makes the
+     * same allocations, DESIGN section 3, so rank 0's peaks are every rank's) with no
+     * modelled time (the row's times are 0, replayed_ranks 0).  What `plan` decides a
+     * length by (fits or not) at the cost of one rank; the other ranks' traces, the
+     * symmetric-allocation check and the timing model run only for the rows it keeps. */
+    int memory_only;
 } cpb_sim_opts;
 
 /* The most trace entries the simulator takes on for one point: the entries of its first
@@ -47,11 +53,17 @@ int cpb_sim_estimate(const cpb_problem *p, const cpb_method *m, const cpb_sim_op
  * The symmetry is checked against sample ranks; when a sample differs, more ranks (every
  * rank, in the end) are simulated. */
 typedef enum cpb_sim_ranks {
-    CPB_SIM_RANKS_AUTO = 0,   /* every rank up to CPB_SIM_EXACT_MAX_RANKS ranks, symmetric above */
+    CPB_SIM_RANKS_AUTO = 0,   /* below CPB_SIM_SYMMETRIC_MIN_RANKS every rank; up to
+                                 CPB_SIM_EXACT_MAX_RANKS one rank per class when every rank's
+                                 trace is its representative's moved exactly (the same times
+                                 as every rank, bit for bit), else every rank; symmetric above */
     CPB_SIM_RANKS_EXACT,      /* every rank, one by one */
     CPB_SIM_RANKS_SYMMETRIC,  /* one rank per class of ranks alike by symmetry */
 } cpb_sim_ranks;
 #define CPB_SIM_EXACT_MAX_RANKS 64
+/* auto replays one rank per class from this many ranks up (below, a replay of every rank
+ * costs little) */
+#define CPB_SIM_SYMMETRIC_MIN_RANKS 8
 /* Ranks count as alike when their traces differ only in the work of some ops by at most
  * this fraction of the modelled op time (sim_symmetry.h: ring attention's backward) */
 #define CPB_SIM_ALIKE_OP_TOL 0.02
