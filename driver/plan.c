@@ -57,19 +57,24 @@ static int is_memory_failure(const cpb_row *r)
 }
 
 /* Simulate candidate (m, p) at p->S into c: its row, what it needs and what bounds it.
+ * memory_only: rank 0 alone (cpb_sim_opts.memory_only): whether it fits and what it
+ * needs are exact, its times are not modelled (a probe, counted in c->probes).
  * Returns CPB_OK (the row may say oom or error), or CPB_ERR_INVALID for bad input. */
 static int eval_point(const cpb_plan_opts *o, const cpb_method *m, const cpb_problem *p, cpb_plan_cand *c,
-                      char *err, size_t err_len)
+                      int memory_only, char *err, size_t err_len)
 {
     cpb_gpu_profile prof;
     CPB_TRY(cpb_sim_profile(&o->sim, p, &prof, err, err_len));
+    cpb_sim_opts sim = o->sim;
+    sim.memory_only = memory_only;
     c->cap = o->sim.mem_cap > 0 ? o->sim.mem_cap : cpb_gpu_profile_usable(&prof);
     c->cap_host = o->sim.host_mem_cap > 0 ? o->sim.host_mem_cap : cpb_gpu_profile_host_per_gpu(&prof);
     c->need = c->need_host = 0;
-    c->points++;
+    if (memory_only) c->probes++;
+    else c->points++;
     if (is_model(o)) {
         cpb_model_estimate *e = NULL;
-        CPB_TRY(cpb_model_estimate_new(p, m, &o->sim, &e, err, err_len));
+        CPB_TRY(cpb_model_estimate_new(p, m, &sim, &e, err, err_len));
         cpb_model_estimate_row(e, &c->row);
         /* what ran the attention calls: the attention layer's (the whole model's row leaves
          * them out; the plan's uncalibrated mark and attn column read them) */
@@ -85,13 +90,15 @@ static int eval_point(const cpb_plan_opts *o, const cpb_method *m, const cpb_pro
         }
         cpb_model_estimate_free(e);
     } else {
-        CPB_TRY(cpb_sim_layer(p, m, &o->sim, &c->row));
+        CPB_TRY(cpb_sim_layer(p, m, &sim, &c->row));
         c->need = c->row.peak_bytes;
         c->need_host = c->row.host_peak_bytes;
         if (is_memory_failure(&c->row)) {
-            /* the trial stopped at the allocation that failed: how much it would need */
+            /* the trial stopped at the allocation that failed: how much it would need (its
+             * memory alone: rank 0's is every rank's) */
             static cpb_row full;
             cpb_sim_opts so = o->sim;
+            so.memory_only = 1;
             so.mem_cap = so.host_mem_cap = (int64_t)1 << 60;
             if (cpb_sim_layer(p, m, &so, &full) == CPB_OK && full.code == CPB_OK) {
                 c->need = full.peak_bytes;
@@ -114,6 +121,21 @@ static int eval_point(const cpb_plan_opts *o, const cpb_method *m, const cpb_pro
     else
         c->bound = CPB_BOUND_ERROR;
     return CPB_OK;
+}
+
+/* Candidate (m, p) at p->S as the search decides it.  Pruned by memory first (unless
+ * o->no_prune): rank 0 alone says exactly whether it fits and what it needs, so a point
+ * that does not fit is done there, without the other ranks' traces and the timing model;
+ * only a point that fits is simulated in full.  The rows are the same either way (a
+ * non-fitting row carries no times; tests/unit/test_plan_prune.c compares the plans). */
+static int decide_point(const cpb_plan_opts *o, const cpb_method *m, const cpb_problem *p, cpb_plan_cand *c,
+                        char *err, size_t err_len)
+{
+    if (!o->no_prune) {
+        CPB_TRY(eval_point(o, m, p, c, 1, err, err_len));
+        if (!c->fits) return CPB_OK;
+    }
+    return eval_point(o, m, p, c, 0, err, err_len);
 }
 
 /* ---------------------------------------------------------------- candidates */
@@ -301,7 +323,7 @@ static int run_candidate(search *s, int i)
     const cpb_plan_opts *o = s->o;
     cpb_plan_cand *c = &s->pl->c[i];
     const cpb_method *m = c->m;
-    if (!o->max_context) return eval_point(o, m, &c->p, c, s->err, s->err_len);
+    if (!o->max_context) return decide_point(o, m, &c->p, c, s->err, s->err_len);
     cpb_sweep_plan sp;
     memset(&sp, 0, sizeof sp);
     sp.start = o->seq_start;
@@ -314,7 +336,7 @@ static int run_candidate(search *s, int i)
     cpb_sweep_state st;
     cpb_sweep_begin(&st, &sp);
     static cpb_plan_cand cur, best, first, low;
-    int have_best = 0, have_first = 0, have_low = 0, points = 0;
+    int have_best = 0, have_first = 0, have_low = 0, points = 0, probes = 0;
     for (int64_t S; (S = cpb_sweep_next(&st)) > 0;) {
         cpb_problem q = c->p;
         q.S = S;
@@ -324,9 +346,12 @@ static int run_candidate(search *s, int i)
             ps = CPB_POINT_REFUSED;
         } else {
             cur = *c;
-            cur.points = 0;
-            CPB_TRY(eval_point(o, m, &q, &cur, s->err, s->err_len));
-            points++;
+            cur.points = cur.probes = 0;
+            /* a length is decided by memory alone (fits, with the floor's headroom, or not):
+             * pruned, rank 0 decides it and only the length kept is simulated in full */
+            CPB_TRY(eval_point(o, m, &q, &cur, !o->no_prune, s->err, s->err_len));
+            points += cur.points;
+            probes += cur.probes;
             ps = cur.fits ? CPB_POINT_OK : cur.bound == CPB_BOUND_ERROR ? CPB_POINT_ERROR : CPB_POINT_OOM;
             /* under the headroom floor: listed at its longest such length, but the bisection
              * looks for the longest length with the floor's headroom (plan.h) */
@@ -355,9 +380,18 @@ static int run_candidate(search *s, int i)
         cpb_row_point(&c->row, m, &c->p, &cpb_backend_sim, "", is_model(o) ? "model" : "layer");
         cpb_row_set_status(&c->row, CPB_ERR_INVALID, "no length in the searched range is one the method accepts");
     }
+    if (!o->no_prune && c->row.code == CPB_OK) {
+        /* the length kept fits: its times, from the full simulation */
+        cpb_problem q = c->p;
+        int64_t max_seq = c->max_seq;
+        CPB_TRY(eval_point(o, m, &q, c, 0, s->err, s->err_len));
+        c->max_seq = max_seq;
+        points++;
+    }
     c->first_oom = first_oom;
     c->limit = limit;
     c->points = points;
+    c->probes = probes;
     return CPB_OK;
 }
 
@@ -370,7 +404,7 @@ static int check_exact(const cpb_plan_opts *o, cpb_plan *pl, char *err, size_t e
     ex.sim.ranks = CPB_SIM_RANKS_EXACT;
     static cpb_plan_cand c;
     c = *r;
-    CPB_TRY(eval_point(&ex, r->m, &r->p, &c, err, err_len));
+    CPB_TRY(eval_point(&ex, r->m, &r->p, &c, 0, err, err_len));
     pl->points++;
     if (c.need == r->need && c.need_host == r->need_host && c.row.step_s == r->row.step_s && c.row.code == r->row.code) {
         pl->exact_check = 1;
@@ -388,6 +422,8 @@ int cpb_plan_search(const cpb_plan_opts *o, cpb_plan *pl, char *err, size_t err_
     memset(pl, 0, sizeof *pl);
     pl->recommended = pl->closest = pl->runner_up = pl->roomy = -1;
     cpb_plan_opts oo = *o;
+    const char *np = getenv("CPB_PLAN_NO_PRUNE");
+    if (np && np[0] && strcmp(np, "0") != 0) oo.no_prune = 1; /* the check that pruning changes nothing */
     const int64_t C = o->base.C;
     if (C <= 0) {
         snprintf(err, err_len, "plan: --gpus C is required (the number of GPUs)");
@@ -430,6 +466,7 @@ int cpb_plan_search(const cpb_plan_opts *o, cpb_plan *pl, char *err, size_t err_
         if (o->progress && !o->max_context) o->progress(o->progress_ctx, i, pl->n, pl->points, pl->c[i].m->name);
         rc = run_candidate(&s, i);
         pl->points += pl->c[i].points;
+        pl->probes += pl->c[i].probes;
         if (pl->c[i].bound == CPB_BOUND_ERROR) pl->errors++;
     }
     if (o->progress && rc == CPB_OK) o->progress(o->progress_ctx, pl->n, pl->n, pl->points, "");

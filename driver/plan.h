@@ -61,6 +61,11 @@ typedef struct cpb_plan_opts {
                                 command's default CPB_PLAN_MIN_HEADROOM; 0: none) */
     double tie;              /* the uncertainty within which speeds tie (0: CPB_PLAN_TIE) */
     const char *methods;     /* search only these: "m1,m2" (NULL or "": every method) */
+    /* 1: simulate every point in full.  By default a point is decided by memory first
+     * (rank 0 alone, exact by the symmetric-allocation rule) and only the points that fit
+     * are simulated in full; the plan is the same (tests/unit/test_plan_prune.c).  The
+     * environment variable CPB_PLAN_NO_PRUNE=1 sets it too. */
+    int no_prune;
     /* called after every simulated point (may be NULL) */
     void (*progress)(void *ctx, int cands_done, int cands_total, int points, const char *next);
     void *progress_ctx;
@@ -81,7 +86,8 @@ typedef struct cpb_plan_cand {
     int64_t max_seq;          /* max_context: the longest fitting length (0: none) */
     int64_t first_oom;        /* max_context: the shortest length that did not fit (0: none) ... */
     int limit;                /* ... and what it ran out of (cpb_plan_bound) */
-    int points;               /* points simulated for it */
+    int points;               /* points simulated for it (in full) */
+    int probes;               /* points decided by memory alone (rank 0: plan_opts.no_prune) */
     int frontier;             /* on the Pareto frontier (memory vs tokens/s; max_context: length vs tokens/s) */
     /* the recommendation's rules (cpb_plan_rank) */
     int low_headroom;         /* fits, with less than the floor of headroom: never recommended */
@@ -109,7 +115,8 @@ typedef struct cpb_plan {
     int refused;              /* knob combinations a method or a check refused */
     char refusals[2048];      /* methods with no candidate at all, each with its reason */
     int errors;               /* candidates whose simulation failed */
-    int points;               /* points simulated */
+    int points;               /* points simulated (in full) */
+    int probes;               /* points decided by memory alone (one rank each) */
     int64_t seq_start, seq_stop, bisect; /* max_context: the range searched */
     /* the recommendation simulated again with every rank (--sim-ranks exact), when the
      * search took one rank per class of alike ranks and the world has at most
