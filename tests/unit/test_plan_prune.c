@@ -1,0 +1,124 @@
+/* test_plan_prune.c — `cpbench plan` decides a point by memory first (rank 0 alone) and
+ * simulates in full only what fits (driver/plan.c, decide_point); with no_prune every
+ * point is simulated in full.  The two must give the same plan: the same candidates in the
+ * same order with the same rows, the same recommendation, runner-up, closest, frontier and
+ * ties, at a fixed length and with --max-context, whole model and one layer, on an odd
+ * world and a GQA ratio other than Llama's, with memory tight enough that some candidates
+ * and lengths do not fit. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "cpb_presets.h"
+#include "plan.h"
+
+static cpb_plan_opts opts(const char *model, int C, int64_t S, const char *scope, const char *methods)
+{
+    cpb_plan_opts o;
+    memset(&o, 0, sizeof o);
+    cr_assert_eq(cpb_preset_find(model, &o.base), CPB_OK);
+    o.base.C = C;
+    o.base.S = S;
+    o.base.dtype = CPB_BF16;
+    o.scope = scope;
+    o.methods = methods;
+    o.sim.ranks = CPB_SIM_RANKS_SYMMETRIC; /* as the command runs it */
+    o.min_headroom = CPB_PLAN_MIN_HEADROOM;
+    return o;
+}
+
+/* the row without what differs run to run (the time it was made) */
+static void same_row(const cpb_row *a, const cpb_row *b, const char *what)
+{
+    static cpb_row x, y;
+    x = *a;
+    y = *b;
+    memset(x.timestamp, 0, sizeof x.timestamp);
+    memset(y.timestamp, 0, sizeof y.timestamp);
+    cr_expect_str_eq(x.status, y.status, "%s: status", what);
+    cr_expect_str_eq(x.reason, y.reason, "%s: reason", what);
+    cr_expect_eq(x.peak_bytes, y.peak_bytes, "%s: peak", what);
+    cr_expect_eq(x.host_peak_bytes, y.host_peak_bytes, "%s: host peak", what);
+    cr_expect_eq(x.step_s, y.step_s, "%s: step %.17g s pruned, %.17g s not", what, x.step_s, y.step_s);
+    cr_expect_eq(x.tokens_per_s_per_gpu, y.tokens_per_s_per_gpu, "%s: tokens/s", what);
+    cr_expect_str_eq(x.plan, y.plan, "%s: plan marks", what);
+    cr_expect(memcmp(&x, &y, sizeof x) == 0, "%s: the whole row", what);
+}
+
+static void same_plan(cpb_plan_opts o, int expect_unfit)
+{
+    static cpb_plan a, b;
+    char err[1024] = "";
+    cr_assert_eq(cpb_plan_search(&o, &a, err, sizeof err), CPB_OK, "%s", err);
+    o.no_prune = 1;
+    cr_assert_eq(cpb_plan_search(&o, &b, err, sizeof err), CPB_OK, "%s", err);
+    cr_assert_eq(a.n, b.n);
+    cr_expect_eq(a.recommended, b.recommended);
+    cr_expect_eq(a.runner_up, b.runner_up);
+    cr_expect_eq(a.closest, b.closest);
+    cr_expect_eq(a.roomy, b.roomy);
+    cr_expect_eq(a.fastest, b.fastest);
+    cr_expect_eq(a.ties, b.ties);
+    cr_expect_eq(a.exact_check, b.exact_check);
+    cr_expect_eq(b.probes, 0, "no_prune simulates every point in full");
+    cr_expect_gt(a.probes, 0, "pruned: points decided by memory first");
+    cr_expect_lt(a.points, b.points, "pruned: fewer points simulated in full (%d, %d)", a.points, b.points);
+    int unfit = 0;
+    for (int k = 0; k < a.n; k++) {
+        cr_expect_eq(a.order[k], b.order[k], "table row %d", k);
+        const cpb_plan_cand *x = &a.c[k], *y = &b.c[k];
+        char what[256];
+        snprintf(what, sizeof what, "%s %s at %lld", x->m->name, x->knobs, (long long)x->p.S);
+        cr_expect_eq(x->p.S, y->p.S, "%s: length", what);
+        cr_expect_eq(x->max_seq, y->max_seq, "%s: longest", what);
+        cr_expect_eq(x->first_oom, y->first_oom, "%s: first oom", what);
+        cr_expect_eq(x->limit, y->limit, "%s: limit", what);
+        cr_expect_eq(x->need, y->need, "%s: need", what);
+        cr_expect_eq(x->need_host, y->need_host, "%s: need host", what);
+        cr_expect_eq(x->bound, y->bound, "%s: bound", what);
+        cr_expect_eq(x->frontier, y->frontier, "%s: frontier", what);
+        cr_expect_eq(x->tie, y->tie, "%s: tie", what);
+        same_row(&x->row, &y->row, what);
+        unfit += x->row.code != CPB_OK || x->first_oom > 0;
+    }
+    if (expect_unfit) cr_expect_gt(unfit, 0, "the case has candidates or lengths that do not fit");
+    cpb_plan_free(&a);
+    cpb_plan_free(&b);
+}
+
+Test(plan_prune, fixed_length_model_scope_some_do_not_fit)
+{
+    cpb_plan_opts o = opts("llama3-8b", 8, 4 << 20, "model", "ulysses,ring,upipe,fpdt,tp");
+    o.sim.mem_cap = (int64_t)64 << 30;
+    same_plan(o, 1);
+}
+
+Test(plan_prune, fixed_length_layer_scope_odd_world)
+{
+    /* qwen3-32b: H*d != D, GQA 8; 6 ranks */
+    cpb_plan_opts o = opts("qwen3-32b", 6, 6 * 4 * 65536, "layer", "ulysses,ring,usp,metp,fpdt");
+    o.sim.mem_cap = (int64_t)12 << 30;
+    same_plan(o, 1);
+}
+
+Test(plan_prune, max_context_model_scope)
+{
+    cpb_plan_opts o = opts("llama3-8b", 8, 0, "model", "ulysses,fpdt,usp,offload");
+    o.max_context = 1;
+    o.seq_start = 1 << 20;
+    o.seq_stop = 16 << 20;
+    o.bisect = 1 << 20;
+    same_plan(o, 1);
+}
+
+Test(plan_prune, max_context_layer_scope_mha_odd_world)
+{
+    /* llama2-7b: MHA (G = H); 12 ranks over nodes of 4 */
+    cpb_plan_opts o = opts("llama2-7b", 12, 0, "layer", "ring,upipe,metp");
+    o.sim.gpus_per_node = 4;
+    o.max_context = 1;
+    o.seq_start = 12 * 65536;
+    o.seq_stop = 12 * 65536 * 32;
+    o.bisect = 12 * 65536;
+    o.sim.mem_cap = (int64_t)16 << 30;
+    same_plan(o, 1);
+}
