@@ -123,21 +123,6 @@ static int eval_point(const cpb_plan_opts *o, const cpb_method *m, const cpb_pro
     return CPB_OK;
 }
 
-/* Candidate (m, p) at p->S as the search decides it.  Pruned by memory first (unless
- * o->no_prune): rank 0 alone says exactly whether it fits and what it needs, so a point
- * that does not fit is done there, without the other ranks' traces and the timing model;
- * only a point that fits is simulated in full.  The rows are the same either way (a
- * non-fitting row carries no times; tests/unit/test_plan_prune.c compares the plans). */
-static int decide_point(const cpb_plan_opts *o, const cpb_method *m, const cpb_problem *p, cpb_plan_cand *c,
-                        char *err, size_t err_len)
-{
-    if (!o->no_prune) {
-        CPB_TRY(eval_point(o, m, p, c, 1, err, err_len));
-        if (!c->fits) return CPB_OK;
-    }
-    return eval_point(o, m, p, c, 0, err, err_len);
-}
-
 /* ---------------------------------------------------------------- candidates */
 
 /* one knob's values to try */
@@ -323,7 +308,8 @@ static int run_candidate(search *s, int i)
     const cpb_plan_opts *o = s->o;
     cpb_plan_cand *c = &s->pl->c[i];
     const cpb_method *m = c->m;
-    if (!o->max_context) return decide_point(o, m, &c->p, c, s->err, s->err_len);
+    /* a fixed length without pruning (run_pruned does the pruned search): in full */
+    if (!o->max_context) return eval_point(o, m, &c->p, c, 0, s->err, s->err_len);
     cpb_sweep_plan sp;
     memset(&sp, 0, sizeof sp);
     sp.start = o->seq_start;
@@ -395,6 +381,82 @@ static int run_candidate(search *s, int i)
     return CPB_OK;
 }
 
+/* Candidate i cannot change the plan's answer, by its speed's upper bound (its probe's
+ * row: cpb_sim_opts.memory_only): two candidates already simulated in full, each fitting,
+ * of its calibration, needing no more memory (less, or as much and earlier in the search
+ * order), are faster than its bound by more than the tie.  Then it is not the
+ * recommendation nor tied with it (an eligible one of its kind is that much faster), not
+ * the runner-up (two eligible ones rank before it), not the fastest, the roomiest or on
+ * the frontier (each of the two dominates it: what it would dominate, they do too). */
+static int prunable(const cpb_plan *pl, int i, const char *done)
+{
+    const cpb_plan_cand *c = &pl->c[i];
+    const int uncal = cpb_plan_row_uncalibrated(&c->row);
+    const double ub = c->row.tokens_per_s_per_gpu, tie = pl->tie > 0 ? pl->tie : CPB_PLAN_TIE;
+    int beaten = 0;
+    for (int j = 0; j < pl->n && beaten < 2; j++) {
+        const cpb_plan_cand *d = &pl->c[j];
+        if (!done[j] || !d->fits || cpb_plan_row_uncalibrated(&d->row) != uncal) continue;
+        if (d->need > c->need || (d->need == c->need && j > i)) continue;
+        if (d->row.tokens_per_s_per_gpu * (1.0 - tie) > ub) beaten++;
+    }
+    return beaten >= 2;
+}
+
+/* The fixed-length search, pruned (plan_opts.no_prune unset): every candidate's memory and
+ * an upper bound on its speed from rank 0 alone (a probe); those that fit are simulated in
+ * full, the most promising first, unless prunable() by the ones simulated before. */
+static int run_pruned(search *s)
+{
+    const cpb_plan_opts *o = s->o;
+    cpb_plan *pl = s->pl;
+    int *idx = malloc(sizeof(int) * (size_t)(pl->n > 0 ? pl->n : 1));
+    char *done = calloc((size_t)(pl->n > 0 ? pl->n : 1), 1);
+    if (!idx || !done) {
+        free(idx), free(done);
+        snprintf(s->err, s->err_len, "plan: out of host memory for %d candidates", pl->n);
+        return CPB_ERR_NOMEM_HOST;
+    }
+    int rc = CPB_OK, nfit = 0, ndone = 0;
+    for (int i = 0; i < pl->n && rc == CPB_OK; i++) {
+        cpb_plan_cand *c = &pl->c[i];
+        if (o->progress) o->progress(o->progress_ctx, ndone, pl->n, pl->points, c->m->name);
+        rc = eval_point(o, c->m, &c->p, c, 1, s->err, s->err_len);
+        if (rc != CPB_OK) break;
+        pl->probes += c->probes;
+        if (!c->fits) {
+            /* done: memory alone says it does not fit (or rank 0 failed) */
+            ndone++;
+            if (c->bound == CPB_BOUND_ERROR) pl->errors++;
+            continue;
+        }
+        /* by the bound on its speed, fastest first (insertion: a few hundred at most) */
+        int k = nfit++;
+        while (k > 0 && pl->c[idx[k - 1]].row.tokens_per_s_per_gpu < c->row.tokens_per_s_per_gpu) {
+            idx[k] = idx[k - 1];
+            k--;
+        }
+        idx[k] = i;
+    }
+    for (int k = 0; k < nfit && rc == CPB_OK; k++) {
+        int i = idx[k];
+        cpb_plan_cand *c = &pl->c[i];
+        if (prunable(pl, i, done)) {
+            c->pruned = 1;
+            pl->pruned++;
+            continue;
+        }
+        if (o->progress) o->progress(o->progress_ctx, ndone++, pl->n, pl->points, c->m->name);
+        rc = eval_point(o, c->m, &c->p, c, 0, s->err, s->err_len);
+        pl->points += c->points;
+        if (c->bound == CPB_BOUND_ERROR) pl->errors++;
+        done[i] = 1;
+    }
+    free(idx);
+    free(done);
+    return rc;
+}
+
 /* the recommendation again with every rank simulated, when that is cheap */
 static int check_exact(const cpb_plan_opts *o, cpb_plan *pl, char *err, size_t err_len)
 {
@@ -462,12 +524,16 @@ int cpb_plan_search(const cpb_plan_opts *o, cpb_plan *pl, char *err, size_t err_
         pl->methods++;
         rc = enumerate(&s, cpb_method_at(i));
     }
-    for (int i = 0; i < pl->n && rc == CPB_OK; i++) {
-        if (o->progress && !o->max_context) o->progress(o->progress_ctx, i, pl->n, pl->points, pl->c[i].m->name);
-        rc = run_candidate(&s, i);
-        pl->points += pl->c[i].points;
-        pl->probes += pl->c[i].probes;
-        if (pl->c[i].bound == CPB_BOUND_ERROR) pl->errors++;
+    if (rc == CPB_OK && !o->max_context && !oo.no_prune) {
+        rc = run_pruned(&s);
+    } else {
+        for (int i = 0; i < pl->n && rc == CPB_OK; i++) {
+            if (o->progress && !o->max_context) o->progress(o->progress_ctx, i, pl->n, pl->points, pl->c[i].m->name);
+            rc = run_candidate(&s, i);
+            pl->points += pl->c[i].points;
+            pl->probes += pl->c[i].probes;
+            if (pl->c[i].bound == CPB_BOUND_ERROR) pl->errors++;
+        }
     }
     if (o->progress && rc == CPB_OK) o->progress(o->progress_ctx, pl->n, pl->n, pl->points, "");
     free(s.combos);

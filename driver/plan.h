@@ -88,6 +88,12 @@ typedef struct cpb_plan_cand {
     int limit;                /* ... and what it ran out of (cpb_plan_bound) */
     int points;               /* points simulated for it (in full) */
     int probes;               /* points decided by memory alone (rank 0: plan_opts.no_prune) */
+    /* not simulated in full: it fits (its memory is exact), and its row's times are a
+     * lower bound and its rates an upper bound (cpb_sim_opts.memory_only) by which two
+     * candidates simulated in full are faster, beyond the tie, with no more memory; it
+     * cannot be the recommendation, tied, the runner-up, the fastest or on the frontier
+     * (plan.c, prunable).  Its row is not a prediction: --out does not write it. */
+    int pruned;
     int frontier;             /* on the Pareto frontier (memory vs tokens/s; max_context: length vs tokens/s) */
     /* the recommendation's rules (cpb_plan_rank) */
     int low_headroom;         /* fits, with less than the floor of headroom: never recommended */
@@ -117,6 +123,7 @@ typedef struct cpb_plan {
     int errors;               /* candidates whose simulation failed */
     int points;               /* points simulated (in full) */
     int probes;               /* points decided by memory alone (one rank each) */
+    int pruned;               /* candidates pruned by the bound on their speed (cand.pruned) */
     int64_t seq_start, seq_stop, bisect; /* max_context: the range searched */
     /* the recommendation simulated again with every rank (--sim-ranks exact), when the
      * search took one rank per class of alike ranks and the world has at most

@@ -388,6 +388,16 @@ int cpb_sim_layer(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts 
             const sim_trace *t0 = &w->traces[0];
             row->nstreams = t0->nstreams;
             memcpy(row->stream_names, t0->stream_names, sizeof row->stream_names);
+            /* the times: lower bounds from rank 0's streams (timeline.h), so the rates are
+             * upper bounds; what plan prunes by */
+            double fwd, step;
+            cpb_sim_lower_bound(w, &prof.hw, 0, &fwd, &step);
+            row->fwd_s = fwd;
+            row->bwd_s = step - fwd;
+            row->step_s = step;
+            double ff, fb;
+            cpb_layer_model_flops(p, &ff, &fb);
+            cpb_row_rates(row, ff + fb, cpb_layer_megatron_flops(p));
         }
         free(s.recorded);
         free(rk);

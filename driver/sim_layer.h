@@ -24,10 +24,12 @@ typedef struct cpb_sim_opts {
     int ranks;                /* cpb_sim_ranks: which ranks are simulated */
     double timeout_s;         /* --timeout: a point still simulating after this long stops (0: no bound) */
     /* 1 = memory only: run rank 0 alone and return its exact memory (every rank makes the
-     * same allocations, DESIGN section 3, so rank 0's peaks are every rank's) with no
-     * modelled time (the row's times are 0, replayed_ranks 0).  What `plan` decides a
-     * length by (fits or not) at the cost of one rank; the other ranks' traces, the
-     * symmetric-allocation check and the timing model run only for the rows it keeps. */
+     * same allocations, DESIGN section 3, so rank 0's peaks are every rank's) with lower
+     * bounds for its times (cpb_sim_lower_bound: fwd_s, bwd_s and step_s are bounds, the
+     * rates upper bounds; replayed_ranks 0, no critical path).  What `plan` decides a
+     * length by (fits or not) and prunes by, at the cost of one rank; the other ranks'
+     * traces, the symmetric-allocation check and the timing model run only for the rows it
+     * keeps. */
     int memory_only;
 } cpb_sim_opts;
 

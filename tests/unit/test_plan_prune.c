@@ -1,10 +1,15 @@
-/* test_plan_prune.c — `cpbench plan` decides a point by memory first (rank 0 alone) and
- * simulates in full only what fits (driver/plan.c, decide_point); with no_prune every
- * point is simulated in full.  The two must give the same plan: the same candidates in the
- * same order with the same rows, the same recommendation, runner-up, closest, frontier and
- * ties, at a fixed length and with --max-context, whole model and one layer, on an odd
- * world and a GQA ratio other than Llama's, with memory tight enough that some candidates
- * and lengths do not fit. */
+/* test_plan_prune.c — `cpbench plan`'s pruning (driver/plan.c) against the same search
+ * with every point simulated in full (plan_opts.no_prune):
+ * - memory first: a point is decided by rank 0 alone (exact by the symmetric-allocation
+ *   rule) and only what fits is simulated in full: every row that is simulated in both is
+ *   the same, so are the lengths --max-context finds;
+ * - by speed (fixed length): a fitting candidate whose bound on tokens/s is beaten by more
+ *   than the tie by two candidates needing no more memory is not simulated in full: the
+ *   recommendation, runner-up, ties, fastest, roomiest and frontier are the same, the other
+ *   candidates keep their order, and each pruned one's real speed (from the full search) is
+ *   within its bound and not tied, recommended or on the frontier.
+ * Fixed length and --max-context, whole model and one layer, on odd worlds, MHA and
+ * H*d != D, with memory tight enough that some candidates and lengths do not fit. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -57,15 +62,17 @@ static void same_plan(cpb_plan_opts o, int expect_unfit)
     cr_expect_eq(a.closest, b.closest);
     cr_expect_eq(a.roomy, b.roomy);
     cr_expect_eq(a.fastest, b.fastest);
+    cr_expect_eq(a.best_calibrated, b.best_calibrated);
     cr_expect_eq(a.ties, b.ties);
     cr_expect_eq(a.exact_check, b.exact_check);
     cr_expect_eq(b.probes, 0, "no_prune simulates every point in full");
+    cr_expect_eq(b.pruned, 0);
     cr_expect_gt(a.probes, 0, "pruned: points decided by memory first");
     cr_expect_lt(a.points, b.points, "pruned: fewer points simulated in full (%d, %d)", a.points, b.points);
+    if (o.max_context) cr_expect_eq(a.pruned, 0, "--max-context prunes by memory only");
     int unfit = 0;
-    for (int k = 0; k < a.n; k++) {
-        cr_expect_eq(a.order[k], b.order[k], "table row %d", k);
-        const cpb_plan_cand *x = &a.c[k], *y = &b.c[k];
+    for (int i = 0; i < a.n; i++) {
+        const cpb_plan_cand *x = &a.c[i], *y = &b.c[i];
         char what[256];
         snprintf(what, sizeof what, "%s %s at %lld", x->m->name, x->knobs, (long long)x->p.S);
         cr_expect_eq(x->p.S, y->p.S, "%s: length", what);
@@ -74,13 +81,34 @@ static void same_plan(cpb_plan_opts o, int expect_unfit)
         cr_expect_eq(x->limit, y->limit, "%s: limit", what);
         cr_expect_eq(x->need, y->need, "%s: need", what);
         cr_expect_eq(x->need_host, y->need_host, "%s: need host", what);
-        cr_expect_eq(x->bound, y->bound, "%s: bound", what);
         cr_expect_eq(x->frontier, y->frontier, "%s: frontier", what);
         cr_expect_eq(x->tie, y->tie, "%s: tie", what);
-        same_row(&x->row, &y->row, what);
         unfit += x->row.code != CPB_OK || x->first_oom > 0;
+        if (x->pruned) {
+            /* the bound holds, and it was right to prune */
+            cr_expect_eq(y->row.code, CPB_OK, "%s: pruned, so it fits", what);
+            cr_expect_leq(y->row.tokens_per_s_per_gpu, x->row.tokens_per_s_per_gpu, "%s: %.17g tokens/s/GPU, above "
+                          "its bound %.17g", what, y->row.tokens_per_s_per_gpu, x->row.tokens_per_s_per_gpu);
+            cr_expect_geq(y->row.step_s, x->row.step_s, "%s: step under its bound", what);
+            cr_expect(!y->tie && !y->frontier && i != b.recommended && i != b.runner_up, "%s: pruned, but it counts",
+                      what);
+            continue;
+        }
+        cr_expect_eq(x->bound, y->bound, "%s: bound", what);
+        same_row(&x->row, &y->row, what);
+    }
+    /* the table: the same order, pruned candidates left out */
+    for (int ka = 0, kb = 0;; ka++, kb++) {
+        while (ka < a.n && a.c[a.order[ka]].pruned) ka++;
+        while (kb < b.n && a.c[b.order[kb]].pruned) kb++;
+        if (ka >= a.n || kb >= b.n) {
+            cr_expect(ka >= a.n && kb >= b.n);
+            break;
+        }
+        cr_expect_eq(a.order[ka], b.order[kb], "table rows %d and %d", ka, kb);
     }
     if (expect_unfit) cr_expect_gt(unfit, 0, "the case has candidates or lengths that do not fit");
+    if (!o.max_context) cr_expect_gt(a.pruned, 0, "the case prunes by speed");
     cpb_plan_free(&a);
     cpb_plan_free(&b);
 }
@@ -95,8 +123,8 @@ Test(plan_prune, fixed_length_model_scope_some_do_not_fit)
 Test(plan_prune, fixed_length_layer_scope_odd_world)
 {
     /* qwen3-32b: H*d != D, GQA 8; 6 ranks */
-    cpb_plan_opts o = opts("qwen3-32b", 6, 6 * 4 * 65536, "layer", "ulysses,ring,usp,metp,fpdt");
-    o.sim.mem_cap = (int64_t)12 << 30;
+    cpb_plan_opts o = opts("qwen3-32b", 6, 6 * 2 * 65536, "layer", "ring,usp,hupipe");
+    o.sim.mem_cap = (int64_t)16 << 30;
     same_plan(o, 1);
 }
 
