@@ -441,7 +441,7 @@ static int run_pruned(search *s)
     for (int k = 0; k < nfit && rc == CPB_OK; k++) {
         int i = idx[k];
         cpb_plan_cand *c = &pl->c[i];
-        if (prunable(pl, i, done)) {
+        if (!o->every_row && prunable(pl, i, done)) {
             c->pruned = 1;
             pl->pruned++;
             continue;

@@ -66,6 +66,9 @@ typedef struct cpb_plan_opts {
      * are simulated in full; the plan is the same (tests/unit/test_plan_prune.c).  The
      * environment variable CPB_PLAN_NO_PRUNE=1 sets it too. */
     int no_prune;
+    /* 1: every candidate that fits is simulated in full (no pruning by speed; memory first
+     * stays, it is exact): what --out asks for, a row of every candidate in the file */
+    int every_row;
     /* called after every simulated point (may be NULL) */
     void (*progress)(void *ctx, int cands_done, int cands_total, int points, const char *next);
     void *progress_ctx;

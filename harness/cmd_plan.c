@@ -609,6 +609,7 @@ int cpb_cmd_plan(const cpb_cli *c)
     memset(&o, 0, sizeof o);
     cpb_args_sim_opts(a, &o.sim);
     if (!a->sim_ranks[0]) o.sim.ranks = CPB_SIM_RANKS_SYMMETRIC; /* the tests prove it equal to exact */
+    o.every_row = a->out != NULL; /* the file gets every candidate's row: none pruned by speed */
     o.scope = scope;
     o.given = a->knobs;
     o.max_context = a->max_context;

@@ -118,6 +118,21 @@ Test(plan_prune, fixed_length_model_scope_some_do_not_fit)
     cpb_plan_opts o = opts("llama3-8b", 8, 4 << 20, "model", "ulysses,ring,upipe,fpdt,tp");
     o.sim.mem_cap = (int64_t)64 << 30;
     same_plan(o, 1);
+    /* every_row (--out): nothing pruned by speed, every row the full search's */
+    static cpb_plan a, b;
+    char err[1024] = "";
+    o.every_row = 1;
+    cr_assert_eq(cpb_plan_search(&o, &a, err, sizeof err), CPB_OK, "%s", err);
+    o.no_prune = 1;
+    cr_assert_eq(cpb_plan_search(&o, &b, err, sizeof err), CPB_OK, "%s", err);
+    cr_expect_eq(a.pruned, 0);
+    cr_assert_eq(a.n, b.n);
+    for (int i = 0; i < a.n; i++) {
+        cr_expect_eq(a.order[i], b.order[i]);
+        same_row(&a.c[i].row, &b.c[i].row, a.c[i].m->name);
+    }
+    cpb_plan_free(&a);
+    cpb_plan_free(&b);
 }
 
 Test(plan_prune, fixed_length_layer_scope_odd_world)
