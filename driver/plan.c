@@ -366,14 +366,7 @@ static int run_candidate(search *s, int i)
         cpb_row_point(&c->row, m, &c->p, &cpb_backend_sim, "", is_model(o) ? "model" : "layer");
         cpb_row_set_status(&c->row, CPB_ERR_INVALID, "no length in the searched range is one the method accepts");
     }
-    if (!o->no_prune && c->row.code == CPB_OK) {
-        /* the length kept fits: its times, from the full simulation */
-        cpb_problem q = c->p;
-        int64_t max_seq = c->max_seq;
-        CPB_TRY(eval_point(o, m, &q, c, 0, s->err, s->err_len));
-        c->max_seq = max_seq;
-        points++;
-    }
+    /* pruned, the length kept is a probe's row: run_pruned simulates it in full (or prunes it) */
     c->first_oom = first_oom;
     c->limit = limit;
     c->points = points;
@@ -383,29 +376,32 @@ static int run_candidate(search *s, int i)
 
 /* Candidate i cannot change the plan's answer, by its speed's upper bound (its probe's
  * row: cpb_sim_opts.memory_only): two candidates already simulated in full, each fitting,
- * of its calibration, needing no more memory (less, or as much and earlier in the search
- * order), are faster than its bound by more than the tie.  Then it is not the
- * recommendation nor tied with it (an eligible one of its kind is that much faster), not
- * the runner-up (two eligible ones rank before it), not the fastest, the roomiest or on
- * the frontier (each of the two dominates it: what it would dominate, they do too). */
+ * of its calibration, leaving at least as much memory free (more, or as much and earlier
+ * in the search order) and, with --max-context, reaching at least its length, are faster
+ * than its bound by more than the tie.  Then it is not the recommendation nor tied with it
+ * (an eligible one of its kind that reaches as far is that much faster), not the runner-up
+ * (two eligible ones rank before it), not the fastest, the roomiest or on the frontier
+ * (each of the two dominates it: what it would dominate, they do too). */
 static int prunable(const cpb_plan *pl, int i, const char *done)
 {
     const cpb_plan_cand *c = &pl->c[i];
     const int uncal = cpb_plan_row_uncalibrated(&c->row);
-    const double ub = c->row.tokens_per_s_per_gpu, tie = pl->tie > 0 ? pl->tie : CPB_PLAN_TIE;
+    const double ub = c->row.tokens_per_s_per_gpu, tie = pl->tie > 0 ? pl->tie : CPB_PLAN_TIE, hc = cpb_plan_headroom(c);
     int beaten = 0;
     for (int j = 0; j < pl->n && beaten < 2; j++) {
         const cpb_plan_cand *d = &pl->c[j];
-        if (!done[j] || !d->fits || cpb_plan_row_uncalibrated(&d->row) != uncal) continue;
-        if (d->need > c->need || (d->need == c->need && j > i)) continue;
+        if (!done[j] || !d->fits || cpb_plan_row_uncalibrated(&d->row) != uncal || d->max_seq < c->max_seq) continue;
+        const double hd = cpb_plan_headroom(d);
+        if (hd < hc || (hd == hc && j > i)) continue;
         if (d->row.tokens_per_s_per_gpu * (1.0 - tie) > ub) beaten++;
     }
     return beaten >= 2;
 }
 
-/* The fixed-length search, pruned (plan_opts.no_prune unset): every candidate's memory and
- * an upper bound on its speed from rank 0 alone (a probe); those that fit are simulated in
- * full, the most promising first, unless prunable() by the ones simulated before. */
+/* The search, pruned (plan_opts.no_prune unset): every candidate's memory and an upper
+ * bound on its speed from rank 0 alone (a probe; with --max-context, its bisection by
+ * probes and the probe at the length kept); those that fit are simulated in full, the most
+ * promising first, unless prunable() by the ones simulated before. */
 static int run_pruned(search *s)
 {
     const cpb_plan_opts *o = s->o;
@@ -420,8 +416,8 @@ static int run_pruned(search *s)
     int rc = CPB_OK, nfit = 0, ndone = 0;
     for (int i = 0; i < pl->n && rc == CPB_OK; i++) {
         cpb_plan_cand *c = &pl->c[i];
-        if (o->progress) o->progress(o->progress_ctx, ndone, pl->n, pl->points, c->m->name);
-        rc = eval_point(o, c->m, &c->p, c, 1, s->err, s->err_len);
+        if (o->progress && !o->max_context) o->progress(o->progress_ctx, ndone, pl->n, pl->points, c->m->name);
+        rc = o->max_context ? run_candidate(s, i) : eval_point(o, c->m, &c->p, c, 1, s->err, s->err_len);
         if (rc != CPB_OK) break;
         pl->probes += c->probes;
         if (!c->fits) {
@@ -447,8 +443,13 @@ static int run_pruned(search *s)
             continue;
         }
         if (o->progress) o->progress(o->progress_ctx, ndone++, pl->n, pl->points, c->m->name);
-        rc = eval_point(o, c->m, &c->p, c, 0, s->err, s->err_len);
-        pl->points += c->points;
+        /* its length (with --max-context the longest kept) in full */
+        cpb_problem q = c->p;
+        const int64_t max_seq = c->max_seq;
+        const int before = c->points;
+        rc = eval_point(o, c->m, &q, c, 0, s->err, s->err_len);
+        c->max_seq = max_seq;
+        pl->points += c->points - before;
         if (c->bound == CPB_BOUND_ERROR) pl->errors++;
         done[i] = 1;
     }
@@ -524,7 +525,7 @@ int cpb_plan_search(const cpb_plan_opts *o, cpb_plan *pl, char *err, size_t err_
         pl->methods++;
         rc = enumerate(&s, cpb_method_at(i));
     }
-    if (rc == CPB_OK && !o->max_context && !oo.no_prune) {
+    if (rc == CPB_OK && !oo.no_prune) {
         rc = run_pruned(&s);
     } else {
         for (int i = 0; i < pl->n && rc == CPB_OK; i++) {
