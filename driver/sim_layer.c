@@ -187,9 +187,11 @@ static int64_t ranks_of_work(int C, int gpn, int mode)
     int periods[64];
     int np = cpb_sim_periods(C, gpn, periods, 64);
     const int P = np > 0 ? periods[0] : C;
-    /* up to CPB_SIM_EXACT_MAX_RANKS every rank is recorded to be compared; above, the
-     * representatives and the samples of the other periods; P replayed */
-    return C <= CPB_SIM_EXACT_MAX_RANKS ? (int64_t)C + P : 2 * (int64_t)P + 8;
+    /* every rank recorded to be compared (auto up to CPB_SIM_EXACT_MAX_RANKS, symmetric up
+     * to CPB_SIM_COMPARE_ALL_MAX_RANKS); else the representatives and the samples of the
+     * other periods; P replayed */
+    const int all = mode == CPB_SIM_RANKS_AUTO ? C <= CPB_SIM_EXACT_MAX_RANKS : C <= CPB_SIM_COMPARE_ALL_MAX_RANKS;
+    return all ? (int64_t)C + P : 2 * (int64_t)P + 8;
 }
 
 /* after the first rank: the estimated work of the point; 1 (with the message) above the bound */
@@ -261,15 +263,16 @@ static int record(sim_run *s, int k)
     return CPB_OK;
 }
 
-/* Try period P: record ranks 0 .. P-1 and compare the others with them: every one up to
- * CPB_SIM_EXACT_MAX_RANKS ranks; beyond, samples: every representative moved by one
+/* Try period P: record ranks 0 .. P-1 and compare the others with them: every one in auto
+ * mode up to CPB_SIM_EXACT_MAX_RANKS ranks, in symmetric mode up to
+ * CPB_SIM_COMPARE_ALL_MAX_RANKS; beyond, samples: every representative moved by one
  * period (K = C / P periods in the world), and the first and last moved by K/3, K/2,
  * 2K/3 and K-1 periods.  1 when each compared trace is its representative's moved (its op
  * times within CPB_SIM_ALIKE_OP_TOL), 0 when one differs, -1 when a rank's trial failed
  * (row says why). */
 static int try_period(sim_run *s, int P)
 {
-    const int C = s->p->C, K = C / P, all = C <= CPB_SIM_EXACT_MAX_RANKS;
+    const int C = s->p->C, K = C / P, all = s->strict || C <= CPB_SIM_COMPARE_ALL_MAX_RANKS;
     for (int r = 0; r < P; r++)
         if (record(s, r) != CPB_OK) return -1;
     const int far[4] = {K / 3, K / 2, 2 * K / 3, K - 1};

@@ -66,6 +66,11 @@ typedef enum cpb_sim_ranks {
 /* auto replays one rank per class from this many ranks up (below, a replay of every rank
  * costs little) */
 #define CPB_SIM_SYMMETRIC_MIN_RANKS 8
+/* symmetric compares every rank with its representative up to this many ranks; above, the
+ * samples of sim_layer.c's try_period (each representative moved one period, the first and
+ * last moved by K/3, K/2, 2K/3 and K-1 periods): on 64 GPUs 24 ranks recorded, not 64.  auto
+ * compares every rank up to CPB_SIM_EXACT_MAX_RANKS (its times are the exact mode's). */
+#define CPB_SIM_COMPARE_ALL_MAX_RANKS 16
 /* Ranks count as alike when their traces differ only in the work of some ops by at most
  * this fraction of the modelled op time (sim_symmetry.h: ring attention's backward) */
 #define CPB_SIM_ALIKE_OP_TOL 0.02
