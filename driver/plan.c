@@ -518,6 +518,9 @@ int cpb_plan_search(const cpb_plan_opts *o, cpb_plan *pl, char *err, size_t err_
     }
     pl->min_headroom = o->min_headroom;
     pl->tie = o->tie > 0 ? o->tie : CPB_PLAN_TIE;
+    /* candidates that differ only in whole-model parts share their layer trial (sim_layer.h) */
+    cpb_sim_cache *cache = o->sim.cache ? NULL : cpb_sim_cache_new();
+    if (cache) oo.sim.cache = cache;
     search s = {&oo, pl, 0, NULL, err, err_len};
     int rc = CPB_OK;
     for (int i = 0; i < cpb_method_count() && rc == CPB_OK; i++) {
@@ -538,12 +541,13 @@ int cpb_plan_search(const cpb_plan_opts *o, cpb_plan *pl, char *err, size_t err_
     }
     if (o->progress && rc == CPB_OK) o->progress(o->progress_ctx, pl->n, pl->n, pl->points, "");
     free(s.combos);
-    if (rc != CPB_OK) {
-        cpb_plan_free(pl);
-        return rc;
+    if (rc == CPB_OK) {
+        cpb_plan_rank(pl, o->max_context);
+        rc = check_exact(&oo, pl, err, err_len);
     }
-    cpb_plan_rank(pl, o->max_context);
-    return check_exact(&oo, pl, err, err_len);
+    cpb_sim_cache_free(cache);
+    if (rc != CPB_OK) cpb_plan_free(pl);
+    return rc;
 }
 
 void cpb_plan_free(cpb_plan *pl)

@@ -11,6 +11,7 @@
 #include "fingerprint.h"
 #include "gpu_profiles.h"
 #include "host_memory.h"
+#include "knobs.h"
 #include "registry.h"
 #include "sim/sim_symmetry.h"
 #include "sim/sim_world.h"
@@ -336,7 +337,100 @@ static void record_ranks(sim_run *s)
     s->w->period = C;
 }
 
+/* ---------------------------------------------------------------- the cache */
+
+struct cpb_sim_cache {
+    int n, cap, hits, misses;
+    char **keys;
+    cpb_row *rows;
+};
+
+cpb_sim_cache *cpb_sim_cache_new(void)
+{
+    return calloc(1, sizeof(cpb_sim_cache));
+}
+
+void cpb_sim_cache_free(cpb_sim_cache *c)
+{
+    if (!c) return;
+    for (int i = 0; i < c->n; i++) free(c->keys[i]);
+    free(c->keys);
+    free(c->rows);
+    free(c);
+}
+
+void cpb_sim_cache_counts(const cpb_sim_cache *c, int *hits, int *misses)
+{
+    *hits = c ? c->hits : 0;
+    *misses = c ? c->misses : 0;
+}
+
+/* what a layer trial depends on: every field of the problem, every knob but those of the
+ * whole-model scope only, and the options; NULL when it does not fit the buffer */
+static char *cache_key(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts *o)
+{
+    char buf[4096];
+    size_t n = (size_t)snprintf(buf, sizeof buf, "%s|%s|%lld|%lld|%d|%d|%d|%.17g|%d|%d|%s|%s|%d|%lld|%lld|%d|%d|%.17g|%d",
+                                m->name, p->model, (long long)p->S, (long long)p->D, p->H, p->G, p->d, p->rope_base, p->C,
+                                (int)p->dtype, o->gpu ? o->gpu : "", o->calibration ? o->calibration : "",
+                                o->gpus_per_node, (long long)o->mem_cap, (long long)o->host_mem_cap, o->no_race_check,
+                                o->ranks, o->timeout_s, o->memory_only);
+    for (int i = 0; i < p->knobs.n && n < sizeof buf; i++) {
+        const cpb_knob_value *v = &p->knobs.v[i];
+        int idx = cpb_knob_index(v->name);
+        const cpb_knob *k = idx >= 0 ? cpb_knob_at(idx) : NULL;
+        if (k && k->points == CPB_KNOB_MODEL_SCOPE_POINTS) continue; /* a whole-model part: not read here */
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "|%s=%lld:%s", v->name, (long long)v->i, v->s);
+    }
+    return n < sizeof buf ? strdup(buf) : NULL;
+}
+
+static int cache_find(const cpb_sim_cache *c, const char *key)
+{
+    for (int i = 0; i < c->n; i++)
+        if (strcmp(c->keys[i], key) == 0) return i;
+    return -1;
+}
+
+static void cache_put(cpb_sim_cache *c, char *key, const cpb_row *row)
+{
+    if (c->n == c->cap) {
+        int nc = c->cap ? 2 * c->cap : 32;
+        char **k = realloc(c->keys, sizeof *k * (size_t)nc);
+        if (k) c->keys = k;
+        cpb_row *r = realloc(c->rows, sizeof *r * (size_t)nc);
+        if (r) c->rows = r;
+        if (!k || !r) {
+            free(key); /* no room: the trial is simply not shared */
+            return;
+        }
+        c->cap = nc;
+    }
+    c->keys[c->n] = key;
+    c->rows[c->n++] = *row;
+}
+
+static int sim_layer_run(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts *o, cpb_row *row);
+
 int cpb_sim_layer(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts *o, cpb_row *row)
+{
+    if (!o || !o->cache || !p || !m) return sim_layer_run(p, m, o, row);
+    char *key = cache_key(p, m, o);
+    int i = key ? cache_find(o->cache, key) : -1;
+    if (i >= 0) {
+        free(key);
+        o->cache->hits++;
+        *row = o->cache->rows[i];
+        return CPB_OK;
+    }
+    int rc = sim_layer_run(p, m, o, row);
+    o->cache->misses++;
+    if (rc == CPB_OK && key) cache_put(o->cache, key, row);
+    else free(key);
+    return rc;
+}
+
+static int sim_layer_run(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts *o, cpb_row *row)
 {
     cpb_sim_opts defaults = {0};
     if (!o) o = &defaults;

@@ -14,6 +14,18 @@
 extern "C" {
 #endif
 
+/* Layer trials already simulated, keyed by the layer problem (sim_layer.c: the method, the
+ * shape, the length, the world, every knob but the whole-model parts, which a layer trial
+ * never reads, and these options): candidates that differ only in whole-model parts (data
+ * parallelism, micro-batch, accumulation, state placement, checkpointing) share one trial.
+ * A layer row names only its layer's knobs (cpb_row_point), so a shared row is the row each
+ * would get.  Create one per search (`plan` does); NULL in cpb_sim_opts: none. */
+typedef struct cpb_sim_cache cpb_sim_cache;
+cpb_sim_cache *cpb_sim_cache_new(void);
+void cpb_sim_cache_free(cpb_sim_cache *c);
+/* trials served from the cache, and simulated into it */
+void cpb_sim_cache_counts(const cpb_sim_cache *c, int *hits, int *misses);
+
 typedef struct cpb_sim_opts {
     const char *gpu;          /* profile name: h100-sxm (default), h200, a100-80g, a100-40g */
     const char *calibration;  /* optional calibration file overriding profile constants */
@@ -31,6 +43,7 @@ typedef struct cpb_sim_opts {
      * traces, the symmetric-allocation check and the timing model run only for the rows it
      * keeps. */
     int memory_only;
+    cpb_sim_cache *cache;     /* layer trials to share (NULL: none) */
 } cpb_sim_opts;
 
 /* The most trace entries the simulator takes on for one point: the entries of its first

@@ -11,6 +11,7 @@
 #include "cpb_method.h"
 #include "cpb_presets.h"
 #include "knobs.h"
+#include "model_scope.h"
 #include "registry.h"
 #include "row.h"
 #include "sim_layer.h"
@@ -101,4 +102,46 @@ Test(sim_bound, auto_is_exact_up_to_64_ranks_and_says_why_it_replays_every_rank)
     cr_assert_eq(cpb_sim_layer(&p, u, &o, &a), CPB_OK);
     cr_expect_eq(a.replayed_ranks, 4);
     cr_expect_str_eq(a.sym_fallback, "");
+}
+
+/* two whole-model points that differ only in a whole-model part (gradient accumulation)
+ * share one layer trial through the cache, and its row is the one each gets alone */
+Test(sim_cache, whole_model_parts_share_the_layer_trial)
+{
+    cpb_problem p;
+    memset(&p, 0, sizeof p);
+    cr_assert_eq(cpb_preset_find("llama3-8b", &p), CPB_OK);
+    p.C = 8;
+    p.S = 512 * 1024;
+    p.dtype = CPB_BF16;
+    const cpb_method *m = cpb_method_find("upipe");
+    char err[512];
+    cpb_knobs none = {0};
+    cr_assert_eq(cpb_knobs_apply(m, &none, &p, err, sizeof err), CPB_OK, "%s", err);
+    cpb_problem q = p;
+    cr_assert_eq(cpb_knobs_set_int(&q.knobs, "grad_accum", 4), CPB_OK);
+    cpb_sim_opts o = {0};
+    cpb_model_estimate *alone = NULL, *a = NULL, *b = NULL;
+    cr_assert_eq(cpb_model_estimate_new(&q, m, &o, &alone, err, sizeof err), CPB_OK, "%s", err);
+    o.cache = cpb_sim_cache_new();
+    cr_assert_eq(cpb_model_estimate_new(&p, m, &o, &a, err, sizeof err), CPB_OK, "%s", err);
+    cr_assert_eq(cpb_model_estimate_new(&q, m, &o, &b, err, sizeof err), CPB_OK, "%s", err);
+    int hits, misses;
+    cpb_sim_cache_counts(o.cache, &hits, &misses);
+    cr_expect_eq(hits, 1, "the second point's layer trial came from the cache");
+    cr_expect_eq(misses, 1);
+    cr_expect_eq(b->attn.step_s, alone->attn.step_s);
+    cr_expect_eq(b->attn.peak_bytes, alone->attn.peak_bytes);
+    cr_expect(memcmp(&b->attn, &alone->attn, sizeof b->attn) == 0, "the shared row is the row alone");
+    cr_expect_eq(b->step_s, alone->step_s, "the whole model's step");
+    cr_expect_neq(a->step_s, b->step_s, "accumulation changes the step");
+    /* a layer knob is part of the key: another head chunk is simulated */
+    cpb_problem r = p;
+    cr_assert_eq(cpb_knobs_set_int(&r.knobs, "head_chunk", 16), CPB_OK);
+    cpb_model_estimate *c = NULL;
+    cr_assert_eq(cpb_model_estimate_new(&r, m, &o, &c, err, sizeof err), CPB_OK, "%s", err);
+    cpb_sim_cache_counts(o.cache, &hits, &misses);
+    cr_expect_eq(misses, 2);
+    cpb_model_estimate_free(alone), cpb_model_estimate_free(a), cpb_model_estimate_free(b), cpb_model_estimate_free(c);
+    cpb_sim_cache_free(o.cache);
 }
