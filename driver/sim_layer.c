@@ -227,7 +227,7 @@ static int record(sim_run *s, int k)
         cpb_row_set_status(row, CPB_ERR_UNSUPPORTED, err);
         return CPB_ERR_UNSUPPORTED;
     }
-    if (trc == CPB_OK && s->exact && too_big_for_host(s->p->C, s->nrec, s->rss0, s->avail0, err, sizeof err)) {
+    if (trc == CPB_OK && (s->exact || s->strict) && too_big_for_host(s->p->C, s->nrec, s->rss0, s->avail0, err, sizeof err)) {
         cpb_row_set_status(row, CPB_ERR_NOMEM_HOST, err);
         return CPB_ERR_NOMEM_HOST;
     }
