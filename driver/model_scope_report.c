@@ -154,6 +154,7 @@ static void model_critical_path(const cpb_model_estimate *e, cpb_row *row)
     row->crit_coll_s[CPB_COLL_ALL_GATHER] += K * L * fsdp + e->step_comm_s; /* FSDP's gathers (and reduce-scatter) */
     row->replayed_ranks = a->replayed_ranks;
     row->sym_op_diff = a->sym_op_diff;
+    memcpy(row->sym_fallback, a->sym_fallback, sizeof row->sym_fallback);
 }
 
 void cpb_model_estimate_row(const cpb_model_estimate *e, cpb_row *row)

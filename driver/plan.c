@@ -59,19 +59,24 @@ static int is_memory_failure(const cpb_row *r)
 }
 
 /* Simulate candidate (m, p) at p->S into c: its row, what it needs and what bounds it.
+ * memory_only: rank 0 alone (cpb_sim_opts.memory_only): whether it fits and what it
+ * needs are exact, its times are not modelled (a probe, counted in c->probes).
  * Returns CPB_OK (the row may say oom or error), or CPB_ERR_INVALID for bad input. */
 static int eval_point(const cpb_plan_opts *o, const cpb_method *m, const cpb_problem *p, cpb_plan_cand *c,
-                      char *err, size_t err_len)
+                      int memory_only, char *err, size_t err_len)
 {
     cpb_gpu_profile prof;
     CPB_TRY(cpb_sim_profile(&o->sim, p, &prof, err, err_len));
+    cpb_sim_opts sim = o->sim;
+    sim.memory_only = memory_only;
     c->cap = o->sim.mem_cap > 0 ? o->sim.mem_cap : cpb_gpu_profile_usable(&prof);
     c->cap_host = o->sim.host_mem_cap > 0 ? o->sim.host_mem_cap : cpb_gpu_profile_host_per_gpu(&prof);
     c->need = c->need_host = 0;
-    c->points++;
+    if (memory_only) c->probes++;
+    else c->points++;
     if (is_model(o)) {
         cpb_model_estimate *e = NULL;
-        CPB_TRY(cpb_model_estimate_new(p, m, &o->sim, &e, err, err_len));
+        CPB_TRY(cpb_model_estimate_new(p, m, &sim, &e, err, err_len));
         cpb_model_estimate_row(e, &c->row);
         /* what ran the attention calls: the attention layer's (the whole model's row leaves
          * them out; the plan's uncalibrated mark and attn column read them) */
@@ -87,13 +92,15 @@ static int eval_point(const cpb_plan_opts *o, const cpb_method *m, const cpb_pro
         }
         cpb_model_estimate_free(e);
     } else {
-        CPB_TRY(cpb_sim_layer(p, m, &o->sim, &c->row));
+        CPB_TRY(cpb_sim_layer(p, m, &sim, &c->row));
         c->need = c->row.peak_bytes;
         c->need_host = c->row.host_peak_bytes;
         if (is_memory_failure(&c->row)) {
-            /* the trial stopped at the allocation that failed: how much it would need */
+            /* the trial stopped at the allocation that failed: how much it would need (its
+             * memory alone: rank 0's is every rank's) */
             static cpb_row full;
             cpb_sim_opts so = o->sim;
+            so.memory_only = 1;
             so.mem_cap = so.host_mem_cap = (int64_t)1 << 60;
             if (cpb_sim_layer(p, m, &so, &full) == CPB_OK && full.code == CPB_OK) {
                 c->need = full.peak_bytes;
@@ -313,7 +320,8 @@ static int run_candidate(search *s, int i)
     const cpb_plan_opts *o = s->o;
     cpb_plan_cand *c = &s->pl->c[i];
     const cpb_method *m = c->m;
-    if (!o->max_context) return eval_point(o, m, &c->p, c, s->err, s->err_len);
+    /* a fixed length without pruning (run_pruned does the pruned search): in full */
+    if (!o->max_context) return eval_point(o, m, &c->p, c, 0, s->err, s->err_len);
     cpb_sweep_plan sp;
     memset(&sp, 0, sizeof sp);
     sp.start = o->seq_start;
@@ -326,7 +334,7 @@ static int run_candidate(search *s, int i)
     cpb_sweep_state st;
     cpb_sweep_begin(&st, &sp);
     static cpb_plan_cand cur, best, first, low;
-    int have_best = 0, have_first = 0, have_low = 0, points = 0;
+    int have_best = 0, have_first = 0, have_low = 0, points = 0, probes = 0;
     for (int64_t S; (S = cpb_sweep_next(&st)) > 0;) {
         cpb_problem q = c->p;
         q.S = S;
@@ -336,9 +344,12 @@ static int run_candidate(search *s, int i)
             ps = CPB_POINT_REFUSED;
         } else {
             cur = *c;
-            cur.points = 0;
-            CPB_TRY(eval_point(o, m, &q, &cur, s->err, s->err_len));
-            points++;
+            cur.points = cur.probes = 0;
+            /* a length is decided by memory alone (fits, with the floor's headroom, or not):
+             * pruned, rank 0 decides it and only the length kept is simulated in full */
+            CPB_TRY(eval_point(o, m, &q, &cur, !o->no_prune, s->err, s->err_len));
+            points += cur.points;
+            probes += cur.probes;
             ps = cur.fits ? CPB_POINT_OK : cur.bound == CPB_BOUND_ERROR ? CPB_POINT_ERROR : CPB_POINT_OOM;
             /* under the headroom floor: listed at its longest such length, but the bisection
              * looks for the longest length with the floor's headroom (plan.h) */
@@ -367,10 +378,96 @@ static int run_candidate(search *s, int i)
         cpb_row_point(&c->row, m, &c->p, &cpb_backend_sim, "", is_model(o) ? "model" : "layer");
         cpb_row_set_status(&c->row, CPB_ERR_INVALID, "no length in the searched range is one the method accepts");
     }
+    /* pruned, the length kept is a probe's row: run_pruned simulates it in full (or prunes it) */
     c->first_oom = first_oom;
     c->limit = limit;
     c->points = points;
+    c->probes = probes;
     return CPB_OK;
+}
+
+/* Candidate i cannot change the plan's answer, by its speed's upper bound (its probe's
+ * row: cpb_sim_opts.memory_only): two candidates already simulated in full, each fitting,
+ * of its calibration, leaving at least as much memory free (more, or as much and earlier
+ * in the search order) and, with --max-context, reaching at least its length, are faster
+ * than its bound by more than the tie.  Then it is not the recommendation nor tied with it
+ * (an eligible one of its kind that reaches as far is that much faster), not the runner-up
+ * (two eligible ones rank before it), not the fastest, the roomiest or on the frontier
+ * (each of the two dominates it: what it would dominate, they do too). */
+static int prunable(const cpb_plan *pl, int i, const char *done)
+{
+    const cpb_plan_cand *c = &pl->c[i];
+    const int uncal = cpb_plan_row_uncalibrated(&c->row);
+    const double ub = c->row.tokens_per_s_per_gpu, tie = pl->tie > 0 ? pl->tie : CPB_PLAN_TIE, hc = cpb_plan_headroom(c);
+    int beaten = 0;
+    for (int j = 0; j < pl->n && beaten < 2; j++) {
+        const cpb_plan_cand *d = &pl->c[j];
+        if (!done[j] || !d->fits || cpb_plan_row_uncalibrated(&d->row) != uncal || d->max_seq < c->max_seq) continue;
+        const double hd = cpb_plan_headroom(d);
+        if (hd < hc || (hd == hc && j > i)) continue;
+        if (d->row.tokens_per_s_per_gpu * (1.0 - tie) > ub) beaten++;
+    }
+    return beaten >= 2;
+}
+
+/* The search, pruned (plan_opts.no_prune unset): every candidate's memory and an upper
+ * bound on its speed from rank 0 alone (a probe; with --max-context, its bisection by
+ * probes and the probe at the length kept); those that fit are simulated in full, the most
+ * promising first, unless prunable() by the ones simulated before. */
+static int run_pruned(search *s)
+{
+    const cpb_plan_opts *o = s->o;
+    cpb_plan *pl = s->pl;
+    int *idx = malloc(sizeof(int) * (size_t)(pl->n > 0 ? pl->n : 1));
+    char *done = calloc((size_t)(pl->n > 0 ? pl->n : 1), 1);
+    if (!idx || !done) {
+        free(idx), free(done);
+        snprintf(s->err, s->err_len, "plan: out of host memory for %d candidates", pl->n);
+        return CPB_ERR_NOMEM_HOST;
+    }
+    int rc = CPB_OK, nfit = 0, ndone = 0;
+    for (int i = 0; i < pl->n && rc == CPB_OK; i++) {
+        cpb_plan_cand *c = &pl->c[i];
+        if (o->progress && !o->max_context) o->progress(o->progress_ctx, ndone, pl->n, pl->points, c->m->name);
+        rc = o->max_context ? run_candidate(s, i) : eval_point(o, c->m, &c->p, c, 1, s->err, s->err_len);
+        if (rc != CPB_OK) break;
+        pl->probes += c->probes;
+        if (!c->fits) {
+            /* done: memory alone says it does not fit (or rank 0 failed) */
+            ndone++;
+            if (c->bound == CPB_BOUND_ERROR) pl->errors++;
+            continue;
+        }
+        /* by the bound on its speed, fastest first (insertion: a few hundred at most) */
+        int k = nfit++;
+        while (k > 0 && pl->c[idx[k - 1]].row.tokens_per_s_per_gpu < c->row.tokens_per_s_per_gpu) {
+            idx[k] = idx[k - 1];
+            k--;
+        }
+        idx[k] = i;
+    }
+    for (int k = 0; k < nfit && rc == CPB_OK; k++) {
+        int i = idx[k];
+        cpb_plan_cand *c = &pl->c[i];
+        if (!o->every_row && prunable(pl, i, done)) {
+            c->pruned = 1;
+            pl->pruned++;
+            continue;
+        }
+        if (o->progress) o->progress(o->progress_ctx, ndone++, pl->n, pl->points, c->m->name);
+        /* its length (with --max-context the longest kept) in full */
+        cpb_problem q = c->p;
+        const int64_t max_seq = c->max_seq;
+        const int before = c->points;
+        rc = eval_point(o, c->m, &q, c, 0, s->err, s->err_len);
+        c->max_seq = max_seq;
+        pl->points += c->points - before;
+        if (c->bound == CPB_BOUND_ERROR) pl->errors++;
+        done[i] = 1;
+    }
+    free(idx);
+    free(done);
+    return rc;
 }
 
 /* the recommendation again with every rank simulated, when that is cheap */
@@ -382,7 +479,7 @@ static int check_exact(const cpb_plan_opts *o, cpb_plan *pl, char *err, size_t e
     ex.sim.ranks = CPB_SIM_RANKS_EXACT;
     static cpb_plan_cand c;
     c = *r;
-    CPB_TRY(eval_point(&ex, r->m, &r->p, &c, err, err_len));
+    CPB_TRY(eval_point(&ex, r->m, &r->p, &c, 0, err, err_len));
     pl->points++;
     if (c.need == r->need && c.need_host == r->need_host && c.row.step_s == r->row.step_s && c.row.code == r->row.code) {
         pl->exact_check = 1;
@@ -400,6 +497,8 @@ int cpb_plan_search(const cpb_plan_opts *o, cpb_plan *pl, char *err, size_t err_
     memset(pl, 0, sizeof *pl);
     pl->recommended = pl->closest = pl->runner_up = pl->roomy = -1;
     cpb_plan_opts oo = *o;
+    const char *np = getenv("CPB_PLAN_NO_PRUNE");
+    if (np && np[0] && strcmp(np, "0") != 0) oo.no_prune = 1; /* the check that pruning changes nothing */
     const int64_t C = o->base.C;
     if (C <= 0) {
         snprintf(err, err_len, "plan: --gpus C is required (the number of GPUs)");
@@ -432,6 +531,9 @@ int cpb_plan_search(const cpb_plan_opts *o, cpb_plan *pl, char *err, size_t err_
     }
     pl->min_headroom = o->min_headroom;
     pl->tie = o->tie > 0 ? o->tie : CPB_PLAN_TIE;
+    /* candidates that differ only in whole-model parts share their layer trial (sim_layer.h) */
+    cpb_sim_cache *cache = o->sim.cache ? NULL : cpb_sim_cache_new();
+    if (cache) oo.sim.cache = cache;
     search s = {&oo, pl, 0, NULL, err, err_len};
     int rc = CPB_OK;
     for (int i = 0; i < cpb_method_count() && rc == CPB_OK; i++) {
@@ -439,20 +541,26 @@ int cpb_plan_search(const cpb_plan_opts *o, cpb_plan *pl, char *err, size_t err_
         pl->methods++;
         rc = enumerate(&s, cpb_method_at(i));
     }
-    for (int i = 0; i < pl->n && rc == CPB_OK; i++) {
-        if (o->progress && !o->max_context) o->progress(o->progress_ctx, i, pl->n, pl->points, pl->c[i].m->name);
-        rc = run_candidate(&s, i);
-        pl->points += pl->c[i].points;
-        if (pl->c[i].bound == CPB_BOUND_ERROR) pl->errors++;
+    if (rc == CPB_OK && !oo.no_prune) {
+        rc = run_pruned(&s);
+    } else {
+        for (int i = 0; i < pl->n && rc == CPB_OK; i++) {
+            if (o->progress && !o->max_context) o->progress(o->progress_ctx, i, pl->n, pl->points, pl->c[i].m->name);
+            rc = run_candidate(&s, i);
+            pl->points += pl->c[i].points;
+            pl->probes += pl->c[i].probes;
+            if (pl->c[i].bound == CPB_BOUND_ERROR) pl->errors++;
+        }
     }
     if (o->progress && rc == CPB_OK) o->progress(o->progress_ctx, pl->n, pl->n, pl->points, "");
     free(s.combos);
-    if (rc != CPB_OK) {
-        cpb_plan_free(pl);
-        return rc;
+    if (rc == CPB_OK) {
+        cpb_plan_rank(pl, o->max_context);
+        rc = check_exact(&oo, pl, err, err_len);
     }
-    cpb_plan_rank(pl, o->max_context);
-    return check_exact(&oo, pl, err, err_len);
+    cpb_sim_cache_free(cache);
+    if (rc != CPB_OK) cpb_plan_free(pl);
+    return rc;
 }
 
 void cpb_plan_free(cpb_plan *pl)

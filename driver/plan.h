@@ -61,6 +61,14 @@ typedef struct cpb_plan_opts {
                                 command's default CPB_PLAN_MIN_HEADROOM; 0: none) */
     double tie;              /* the uncertainty within which speeds tie (0: CPB_PLAN_TIE) */
     const char *methods;     /* search only these: "m1,m2" (NULL or "": every method) */
+    /* 1: simulate every point in full.  By default a point is decided by memory first
+     * (rank 0 alone, exact by the symmetric-allocation rule) and only the points that fit
+     * are simulated in full; the plan is the same (tests/unit/test_plan_prune.c).  The
+     * environment variable CPB_PLAN_NO_PRUNE=1 sets it too. */
+    int no_prune;
+    /* 1: every candidate that fits is simulated in full (no pruning by speed; memory first
+     * stays, it is exact): what --out asks for, a row of every candidate in the file */
+    int every_row;
     /* called after every simulated point (may be NULL) */
     void (*progress)(void *ctx, int cands_done, int cands_total, int points, const char *next);
     void *progress_ctx;
@@ -81,7 +89,14 @@ typedef struct cpb_plan_cand {
     int64_t max_seq;          /* max_context: the longest fitting length (0: none) */
     int64_t first_oom;        /* max_context: the shortest length that did not fit (0: none) ... */
     int limit;                /* ... and what it ran out of (cpb_plan_bound) */
-    int points;               /* points simulated for it */
+    int points;               /* points simulated for it (in full) */
+    int probes;               /* points decided by memory alone (rank 0: plan_opts.no_prune) */
+    /* not simulated in full: it fits (its memory is exact), and its row's times are a
+     * lower bound and its rates an upper bound (cpb_sim_opts.memory_only) by which two
+     * candidates simulated in full are faster, beyond the tie, with no more memory; it
+     * cannot be the recommendation, tied, the runner-up, the fastest or on the frontier
+     * (plan.c, prunable).  Its row is not a prediction: --out does not write it. */
+    int pruned;
     int frontier;             /* on the Pareto frontier (memory vs tokens/s; max_context: length vs tokens/s) */
     /* the recommendation's rules (cpb_plan_rank) */
     int low_headroom;         /* fits, with less than the floor of headroom: never recommended */
@@ -109,7 +124,9 @@ typedef struct cpb_plan {
     int refused;              /* knob combinations a method or a check refused */
     char refusals[2048];      /* methods with no candidate at all, each with its reason */
     int errors;               /* candidates whose simulation failed */
-    int points;               /* points simulated */
+    int points;               /* points simulated (in full) */
+    int probes;               /* points decided by memory alone (one rank each) */
+    int pruned;               /* candidates pruned by the bound on their speed (cand.pruned) */
     int64_t seq_start, seq_stop, bisect; /* max_context: the range searched */
     /* the recommendation simulated again with every rank (--sim-ranks exact), when the
      * search took one rank per class of alike ranks and the world has at most

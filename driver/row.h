@@ -150,6 +150,10 @@ typedef struct cpb_row {
     double crit_coll_s[CPB_COLL_KIND_COUNT];
     int replayed_ranks;
     double sym_op_diff;              /* sim: how much the ops of ranks taken as alike differ */
+    /* sim: why the timing model replayed every rank where one rank per class of ranks alike
+     * was asked for (--sim-ranks symmetric, or auto from 8 ranks up); "" when it did not
+     * (printed by `run`, not a results column) */
+    char sym_fallback[256];
 } cpb_row;
 
 /* A zeroed row with status "ok" and scope "layer". */

@@ -12,6 +12,7 @@
 #include "fingerprint.h"
 #include "gpu_profiles.h"
 #include "host_memory.h"
+#include "knobs.h"
 #include "registry.h"
 #include "sim/sim_symmetry.h"
 #include "sim/sim_world.h"
@@ -162,6 +163,10 @@ typedef struct sim_run {
     double t0;             /* when the point began (--timeout) */
     int64_t est_entries;   /* the work estimated after the first rank (sim_layer.h) */
     double est_seconds;
+    int strict;            /* auto up to CPB_SIM_EXACT_MAX_RANKS: ranks are alike only when their
+                              traces are moved copies exactly (op work included), and the compared
+                              traces are kept, so a fallback to every rank records nothing again */
+    char fallback[256];    /* why every rank was replayed where one per class was asked for */
 } sim_run;
 
 static double now_s(void)
@@ -173,14 +178,23 @@ static double now_s(void)
 
 /* the ranks a point records and replays under mode (the symmetric mode: its first period
  * and the samples of try_period; exact: every rank, twice over) */
+static int symmetric_mode(int C, int mode)
+{
+    if (mode == CPB_SIM_RANKS_AUTO) return C >= CPB_SIM_SYMMETRIC_MIN_RANKS;
+    return mode == CPB_SIM_RANKS_SYMMETRIC;
+}
+
 static int64_t ranks_of_work(int C, int gpn, int mode)
 {
-    if (mode == CPB_SIM_RANKS_AUTO) mode = C <= CPB_SIM_EXACT_MAX_RANKS ? CPB_SIM_RANKS_EXACT : CPB_SIM_RANKS_SYMMETRIC;
-    if (mode != CPB_SIM_RANKS_SYMMETRIC) return 2 * (int64_t)C;
+    if (!symmetric_mode(C, mode)) return 2 * (int64_t)C;
     int periods[64];
     int np = cpb_sim_periods(C, gpn, periods, 64);
     const int P = np > 0 ? periods[0] : C;
-    return 2 * (int64_t)P + 8; /* recorded and replayed, and the samples of the other periods */
+    /* every rank recorded to be compared (auto up to CPB_SIM_EXACT_MAX_RANKS, symmetric up
+     * to CPB_SIM_COMPARE_ALL_MAX_RANKS); else the representatives and the samples of the
+     * other periods; P replayed */
+    const int all = mode == CPB_SIM_RANKS_AUTO ? C <= CPB_SIM_EXACT_MAX_RANKS : C <= CPB_SIM_COMPARE_ALL_MAX_RANKS;
+    return all ? (int64_t)C + P : 2 * (int64_t)P + 8;
 }
 
 /* after the first rank: the estimated work of the point; 1 (with the message) above the bound */
@@ -190,8 +204,7 @@ static int too_much_work(sim_run *s, int k, double rank_s, char *err, size_t len
     s->est_entries = per_rank * ranks;
     s->est_seconds = rank_s * (double)ranks;
     if (s->est_entries <= CPB_SIM_MAX_TRACE_ENTRIES) return 0;
-    const int symmetric = s->o->ranks == CPB_SIM_RANKS_SYMMETRIC ||
-                          (s->o->ranks == CPB_SIM_RANKS_AUTO && s->p->C > CPB_SIM_EXACT_MAX_RANKS);
+    const int symmetric = symmetric_mode(s->p->C, s->o->ranks);
     snprintf(err, len, "simulator: this point would replay about %.3g trace entries (%lld per rank x %lld ranks "
              "recorded and replayed), more than the bound of %.3g: about %.0f s here. %s", (double)s->est_entries,
              (long long)per_rank, (long long)ranks, (double)CPB_SIM_MAX_TRACE_ENTRIES, s->est_seconds,
@@ -216,7 +229,7 @@ static int record(sim_run *s, int k)
         cpb_row_set_status(row, CPB_ERR_UNSUPPORTED, err);
         return CPB_ERR_UNSUPPORTED;
     }
-    if (trc == CPB_OK && s->exact && too_big_for_host(s->p->C, s->nrec, s->rss0, s->avail0, err, sizeof err)) {
+    if (trc == CPB_OK && (s->exact || s->strict) && too_big_for_host(s->p->C, s->nrec, s->rss0, s->avail0, err, sizeof err)) {
         cpb_row_set_status(row, CPB_ERR_NOMEM_HOST, err);
         return CPB_ERR_NOMEM_HOST;
     }
@@ -253,15 +266,16 @@ static int record(sim_run *s, int k)
     return CPB_OK;
 }
 
-/* Try period P: record ranks 0 .. P-1 and compare the others with them: every one up to
- * CPB_SIM_EXACT_MAX_RANKS ranks; beyond, samples: every representative moved by one
+/* Try period P: record ranks 0 .. P-1 and compare the others with them: every one in auto
+ * mode up to CPB_SIM_EXACT_MAX_RANKS ranks, in symmetric mode up to
+ * CPB_SIM_COMPARE_ALL_MAX_RANKS; beyond, samples: every representative moved by one
  * period (K = C / P periods in the world), and the first and last moved by K/3, K/2,
  * 2K/3 and K-1 periods.  1 when each compared trace is its representative's moved (its op
  * times within CPB_SIM_ALIKE_OP_TOL), 0 when one differs, -1 when a rank's trial failed
  * (row says why). */
 static int try_period(sim_run *s, int P)
 {
-    const int C = s->p->C, K = C / P, all = C <= CPB_SIM_EXACT_MAX_RANKS;
+    const int C = s->p->C, K = C / P, all = s->strict || C <= CPB_SIM_COMPARE_ALL_MAX_RANKS;
     for (int r = 0; r < P; r++)
         if (record(s, r) != CPB_OK) return -1;
     const int far[4] = {K / 3, K / 2, 2 * K / 3, K - 1};
@@ -273,11 +287,21 @@ static int try_period(sim_run *s, int P)
             if (!all && k > 1 && r != 0 && r != P - 1) continue;
             int img = r + k * P;
             if (record(s, img) != CPB_OK) return -1;
-            char why[256];
+            char why[200];
             double diff = 0;
-            if (!cpb_sim_traces_alike(s->w, s->hw, r, img, &diff, why, sizeof why) || diff > CPB_SIM_ALIKE_OP_TOL)
+            if (!cpb_sim_traces_alike(s->w, s->hw, r, img, &diff, why, sizeof why)) {
+                snprintf(s->fallback, sizeof s->fallback, "with a period of %d ranks, %s", P, why);
                 return 0;
+            }
+            if (diff > CPB_SIM_ALIKE_OP_TOL || (s->strict && diff > 0)) {
+                snprintf(s->fallback, sizeof s->fallback, "with a period of %d ranks, rank %d's op times differ from rank "
+                         "%d's by %.3g%% of the op time (%s)", P, img, r, 100 * diff, s->strict ? "auto keeps the "
+                         "times of every rank exact up to 64 ranks: --sim-ranks symmetric takes such ranks as alike"
+                         : "more than the tolerance of 2%");
+                return 0;
+            }
             if (diff > s->op_diff) s->op_diff = diff;
+            if (s->strict) continue; /* kept: a fallback to every rank records nothing again */
             /* the compared trace was only for the comparison (recorded again if a larger
              * period makes its rank a representative) */
             cpb_sim_world_drop_trace(s->w, img);
@@ -292,20 +316,28 @@ static int try_period(sim_run *s, int P)
 static void record_ranks(sim_run *s)
 {
     const int C = s->p->C;
-    int mode = s->o->ranks;
-    if (mode == CPB_SIM_RANKS_AUTO) mode = C <= CPB_SIM_EXACT_MAX_RANKS ? CPB_SIM_RANKS_EXACT : CPB_SIM_RANKS_SYMMETRIC;
-    if (mode == CPB_SIM_RANKS_SYMMETRIC) {
+    s->strict = s->o->ranks == CPB_SIM_RANKS_AUTO && C <= CPB_SIM_EXACT_MAX_RANKS;
+    if (symmetric_mode(C, s->o->ranks) && C > 1) {
         int periods[64];
         int np = cpb_sim_periods(C, s->gpn, periods, 64);
         /* under --tp the TP groups are blocks of tp adjacent ranks: only a move by a multiple
          * of tp maps them onto each other, so no shorter period can hold */
         const int tp = cpb_tp_degree(s->p);
+        if (np == 0)
+            snprintf(s->fallback, sizeof s->fallback, "no move of the world onto itself keeps every node whole (%d "
+                     "ranks, %d per node: the last node is partial)", C, s->gpn);
         for (int i = 0; i < np; i++) {
-            if (periods[i] % tp) continue;
+            if (periods[i] % tp) {
+                if (!s->fallback[0])
+                    snprintf(s->fallback, sizeof s->fallback, "a move by %d ranks splits the --tp %d groups (only "
+                             "moves by a multiple of tp map them onto each other)", periods[i], tp);
+                continue;
+            }
             int ok = try_period(s, periods[i]);
             if (ok < 0) return;
             if (ok) {
                 s->w->period = periods[i];
+                s->fallback[0] = 0;
                 return;
             }
         }
@@ -316,7 +348,100 @@ static void record_ranks(sim_run *s)
     s->w->period = C;
 }
 
+/* ---------------------------------------------------------------- the cache */
+
+struct cpb_sim_cache {
+    int n, cap, hits, misses;
+    char **keys;
+    cpb_row *rows;
+};
+
+cpb_sim_cache *cpb_sim_cache_new(void)
+{
+    return calloc(1, sizeof(cpb_sim_cache));
+}
+
+void cpb_sim_cache_free(cpb_sim_cache *c)
+{
+    if (!c) return;
+    for (int i = 0; i < c->n; i++) free(c->keys[i]);
+    free(c->keys);
+    free(c->rows);
+    free(c);
+}
+
+void cpb_sim_cache_counts(const cpb_sim_cache *c, int *hits, int *misses)
+{
+    *hits = c ? c->hits : 0;
+    *misses = c ? c->misses : 0;
+}
+
+/* what a layer trial depends on: every field of the problem, every knob but those of the
+ * whole-model scope only, and the options; NULL when it does not fit the buffer */
+static char *cache_key(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts *o)
+{
+    char buf[4096];
+    size_t n = (size_t)snprintf(buf, sizeof buf, "%s|%s|%lld|%lld|%d|%d|%d|%.17g|%d|%d|%s|%s|%d|%lld|%lld|%d|%d|%.17g|%d",
+                                m->name, p->model, (long long)p->S, (long long)p->D, p->H, p->G, p->d, p->rope_base, p->C,
+                                (int)p->dtype, o->gpu ? o->gpu : "", o->calibration ? o->calibration : "",
+                                o->gpus_per_node, (long long)o->mem_cap, (long long)o->host_mem_cap, o->no_race_check,
+                                o->ranks, o->timeout_s, o->memory_only);
+    for (int i = 0; i < p->knobs.n && n < sizeof buf; i++) {
+        const cpb_knob_value *v = &p->knobs.v[i];
+        int idx = cpb_knob_index(v->name);
+        const cpb_knob *k = idx >= 0 ? cpb_knob_at(idx) : NULL;
+        if (k && k->points == CPB_KNOB_MODEL_SCOPE_POINTS) continue; /* a whole-model part: not read here */
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "|%s=%lld:%s", v->name, (long long)v->i, v->s);
+    }
+    return n < sizeof buf ? strdup(buf) : NULL;
+}
+
+static int cache_find(const cpb_sim_cache *c, const char *key)
+{
+    for (int i = 0; i < c->n; i++)
+        if (strcmp(c->keys[i], key) == 0) return i;
+    return -1;
+}
+
+static void cache_put(cpb_sim_cache *c, char *key, const cpb_row *row)
+{
+    if (c->n == c->cap) {
+        int nc = c->cap ? 2 * c->cap : 32;
+        char **k = realloc(c->keys, sizeof *k * (size_t)nc);
+        if (k) c->keys = k;
+        cpb_row *r = realloc(c->rows, sizeof *r * (size_t)nc);
+        if (r) c->rows = r;
+        if (!k || !r) {
+            free(key); /* no room: the trial is simply not shared */
+            return;
+        }
+        c->cap = nc;
+    }
+    c->keys[c->n] = key;
+    c->rows[c->n++] = *row;
+}
+
+static int sim_layer_run(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts *o, cpb_row *row);
+
 int cpb_sim_layer(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts *o, cpb_row *row)
+{
+    if (!o || !o->cache || !p || !m) return sim_layer_run(p, m, o, row);
+    char *key = cache_key(p, m, o);
+    int i = key ? cache_find(o->cache, key) : -1;
+    if (i >= 0) {
+        free(key);
+        o->cache->hits++;
+        *row = o->cache->rows[i];
+        return CPB_OK;
+    }
+    int rc = sim_layer_run(p, m, o, row);
+    o->cache->misses++;
+    if (rc == CPB_OK && key) cache_put(o->cache, key, row);
+    else free(key);
+    return rc;
+}
+
+static int sim_layer_run(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts *o, cpb_row *row)
 {
     cpb_sim_opts defaults = {0};
     if (!o) o = &defaults;
@@ -358,22 +483,53 @@ int cpb_sim_layer(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts 
         return CPB_OK;
     }
     sim_run s = {p, m, o, w, cap, host_cap, calloc((size_t)p->C, 1), prof.hw.gpus_per_node, &prof.hw, 0, row, rk, 0, 0, 0,
-                 0, cpb_host_rss_bytes(), cpb_host_available_bytes(), now_s(), 0, 0};
+                 0, cpb_host_rss_bytes(), cpb_host_available_bytes(), now_s(), 0, 0, 0, ""};
     if (!s.recorded) {
         free(rk);
         cpb_sim_world_destroy(w);
         cpb_row_set_status(row, CPB_ERR_NOMEM_HOST, "simulator: out of host memory");
         return CPB_OK;
     }
+    if (o->memory_only) {
+        /* rank 0 alone: its memory is every rank's (sim_layer.h), and no time is modelled */
+        if (record(&s, 0) == CPB_OK) {
+            const sim_trace *t0 = &w->traces[0];
+            row->nstreams = t0->nstreams;
+            memcpy(row->stream_names, t0->stream_names, sizeof row->stream_names);
+            /* the times: lower bounds from rank 0's streams (timeline.h), so the rates are
+             * upper bounds; what plan prunes by */
+            double fwd, step;
+            cpb_sim_lower_bound(w, &prof.hw, 0, &fwd, &step);
+            row->fwd_s = fwd;
+            row->bwd_s = step - fwd;
+            row->step_s = step;
+            double ff, fb;
+            cpb_layer_model_flops(p, &ff, &fb);
+            cpb_row_rates(row, ff + fb, cpb_layer_megatron_flops(p));
+        }
+        free(s.recorded);
+        free(rk);
+        cpb_sim_world_destroy(w);
+        return CPB_OK;
+    }
     record_ranks(&s);
-    free(s.recorded);
     row->sym_op_diff = s.op_diff;
     row->peak_tflops = prof.hw.peak_flops / 1e12;
-    free(rk);
     if (row->code == CPB_OK) {
         cpb_sim_timing t;
         int trc = cpb_sim_timeline(w, &prof.hw, &t, err, sizeof err);
-        if (trc != CPB_OK) {
+        if (trc == CPB_ERR_UNSUPPORTED && w->period < p->C) {
+            /* the replay of one rank per class cannot tell some groups apart: every rank */
+            snprintf(s.fallback, sizeof s.fallback, "%s", err);
+            s.exact = 1;
+            for (int k = 0; k < p->C && row->code == CPB_OK; k++) record(&s, k);
+            w->period = p->C;
+            row->sym_op_diff = 0;
+            if (row->code == CPB_OK) trc = cpb_sim_timeline(w, &prof.hw, &t, err, sizeof err);
+        }
+        if (row->code != CPB_OK) {
+            /* a rank recorded for the fallback failed: row says why */
+        } else if (trc != CPB_OK) {
             char msg[1100];
             snprintf(msg, sizeof msg, "%s: %s", m->name, err);
             cpb_row_set_status(row, trc, msg);
@@ -382,6 +538,9 @@ int cpb_sim_layer(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts 
         }
     }
     cpb_attn_row_estimates(row, &prof); /* what the prediction took from estimates */
+    snprintf(row->sym_fallback, sizeof row->sym_fallback, "%s", w->period == p->C ? s.fallback : "");
+    free(s.recorded);
+    free(rk);
     cpb_sim_world_destroy(w);
     return CPB_OK;
 }
@@ -413,7 +572,7 @@ int cpb_sim_estimate(const cpb_problem *p, const cpb_method *m, const cpb_sim_op
     const int64_t cap = o->mem_cap > 0 ? o->mem_cap : cpb_gpu_profile_usable(&prof);
     const int64_t host_cap = o->host_mem_cap > 0 ? o->host_mem_cap : cpb_gpu_profile_host_per_gpu(&prof);
     sim_run s = {p, m, &probe, w, cap, host_cap, recorded, prof.hw.gpus_per_node, &prof.hw, 0, row, rk, 0, 0, 0,
-                 0, -1, -1, now_s(), 0, 0};
+                 0, -1, -1, now_s(), 0, 0, 0, ""};
     rc = record(&s, 0);
     if (rc == CPB_OK || rc == CPB_ERR_UNSUPPORTED) { /* the work is known: the caller weighs it */
         *entries = s.est_entries;

@@ -14,6 +14,18 @@
 extern "C" {
 #endif
 
+/* Layer trials already simulated, keyed by the layer problem (sim_layer.c: the method, the
+ * shape, the length, the world, every knob but the whole-model parts, which a layer trial
+ * never reads, and these options): candidates that differ only in whole-model parts (data
+ * parallelism, micro-batch, accumulation, state placement, checkpointing) share one trial.
+ * A layer row names only its layer's knobs (cpb_row_point), so a shared row is the row each
+ * would get.  Create one per search (`plan` does); NULL in cpb_sim_opts: none. */
+typedef struct cpb_sim_cache cpb_sim_cache;
+cpb_sim_cache *cpb_sim_cache_new(void);
+void cpb_sim_cache_free(cpb_sim_cache *c);
+/* trials served from the cache, and simulated into it */
+void cpb_sim_cache_counts(const cpb_sim_cache *c, int *hits, int *misses);
+
 typedef struct cpb_sim_opts {
     const char *gpu;          /* profile name or alias (gpu_profiles.h; NULL: h100-sxm) */
     const char *calibration;  /* optional calibration file overriding profile constants */
@@ -23,6 +35,15 @@ typedef struct cpb_sim_opts {
     int no_race_check;        /* 1 = skip the stream-race check */
     int ranks;                /* cpb_sim_ranks: which ranks are simulated */
     double timeout_s;         /* --timeout: a point still simulating after this long stops (0: no bound) */
+    /* 1 = memory only: run rank 0 alone and return its exact memory (every rank makes the
+     * same allocations, DESIGN section 3, so rank 0's peaks are every rank's) with lower
+     * bounds for its times (cpb_sim_lower_bound: fwd_s, bwd_s and step_s are bounds, the
+     * rates upper bounds; replayed_ranks 0, no critical path).  What `plan` decides a
+     * length by (fits or not) and prunes by, at the cost of one rank; the other ranks'
+     * traces, the symmetric-allocation check and the timing model run only for the rows it
+     * keeps. */
+    int memory_only;
+    cpb_sim_cache *cache;     /* layer trials to share (NULL: none) */
 } cpb_sim_opts;
 
 /* The most trace entries the simulator takes on for one point: the entries of its first
@@ -47,11 +68,22 @@ int cpb_sim_estimate(const cpb_problem *p, const cpb_method *m, const cpb_sim_op
  * The symmetry is checked against sample ranks; when a sample differs, more ranks (every
  * rank, in the end) are simulated. */
 typedef enum cpb_sim_ranks {
-    CPB_SIM_RANKS_AUTO = 0,   /* every rank up to CPB_SIM_EXACT_MAX_RANKS ranks, symmetric above */
+    CPB_SIM_RANKS_AUTO = 0,   /* below CPB_SIM_SYMMETRIC_MIN_RANKS every rank; up to
+                                 CPB_SIM_EXACT_MAX_RANKS one rank per class when every rank's
+                                 trace is its representative's moved exactly (the same times
+                                 as every rank, bit for bit), else every rank; symmetric above */
     CPB_SIM_RANKS_EXACT,      /* every rank, one by one */
     CPB_SIM_RANKS_SYMMETRIC,  /* one rank per class of ranks alike by symmetry */
 } cpb_sim_ranks;
 #define CPB_SIM_EXACT_MAX_RANKS 64
+/* auto replays one rank per class from this many ranks up (below, a replay of every rank
+ * costs little) */
+#define CPB_SIM_SYMMETRIC_MIN_RANKS 8
+/* symmetric compares every rank with its representative up to this many ranks; above, the
+ * samples of sim_layer.c's try_period (each representative moved one period, the first and
+ * last moved by K/3, K/2, 2K/3 and K-1 periods): on 64 GPUs 24 ranks recorded, not 64.  auto
+ * compares every rank up to CPB_SIM_EXACT_MAX_RANKS (its times are the exact mode's). */
+#define CPB_SIM_COMPARE_ALL_MAX_RANKS 16
 /* Ranks count as alike when their traces differ only in the work of some ops by at most
  * this fraction of the modelled op time (sim_symmetry.h: ring attention's backward) */
 #define CPB_SIM_ALIKE_OP_TOL 0.02

@@ -168,6 +168,7 @@ static void notes_text(const cpb_plan *pl, int i, char *buf, size_t len)
     else if (c->tie) n += (size_t)snprintf(buf + n, len - n, "tie ");
     if (c->low_headroom && n < len) n += (size_t)snprintf(buf + n, len - n, "under-floor ");
     if (c->uncalibrated && n < len) n += (size_t)snprintf(buf + n, len - n, "uncalibrated ");
+    if (c->pruned && n < len) n += (size_t)snprintf(buf + n, len - n, "pruned ");
     if (n && n <= len) buf[n - 1] = 0;
 }
 
@@ -252,7 +253,13 @@ static void print_table(const ctx *x, const cpb_plan *pl)
         }
         const int ok = c->bound == CPB_BOUND_COMPUTE || c->bound == CPB_BOUND_COMM;
         char t[24] = "-", st[24] = "-", tf[32] = "-", mfu[32] = "-";
-        if (ok) {
+        if (ok && c->pruned) {
+            /* not simulated in full: bounds, not predictions (plan.h, cand.pruned) */
+            char ub[24];
+            snprintf(t, sizeof t, "<=%s", tps_text(c->row.tokens_per_s_per_gpu, ub, sizeof ub));
+            snprintf(st, sizeof st, ">=%.3f", c->row.step_s);
+            snprintf(bound, sizeof bound, "(pruned)");
+        } else if (ok) {
             tps_text(c->row.tokens_per_s_per_gpu, t, sizeof t);
             snprintf(st, sizeof st, "%.3f", c->row.step_s);
             /* model TFLOP/s per GPU and its utilisation of the peak, FLOPs counted as causal /
@@ -272,6 +279,11 @@ static void print_table(const ctx *x, const cpb_plan *pl)
     printf("(* on the Pareto frontier; tie: within the uncertainty of the recommendation's group; under-floor: less "
            "headroom than --min-headroom, never recommended;\n uncalibrated: its speed rests on our attention kernels' "
            "estimate, docs/attention.md; knobs' attn= is the --attn choice, the attn column what ran, per call class)\n");
+    if (pl->pruned)
+        printf("(pruned: %d candidates fit (memory exact) but were not simulated in full: a bound on their speed from one "
+               "rank's streams is slower, by more than the tie, than two candidates needing no more memory, so they "
+               "cannot change the recommendation, the ties or the frontier; CPB_PLAN_NO_PRUNE=1 simulates them)\n",
+               pl->pruned);
 }
 
 static void print_frontier(const ctx *x, const cpb_plan *pl)
@@ -491,6 +503,7 @@ static int write_rows(const cpb_cli *c, const cpb_plan *pl, const char *gpu, int
     }
     int written = 0, there = 0, rc = 0;
     for (int i = 0; i < pl->n && !rc; i++) {
+        if (pl->c[i].pruned) continue; /* its times are bounds, not predictions (plan.h) */
         cpb_row row = pl->c[i].row;
         int seen = 0;
         for (int64_t j = 0; j < nprev && !seen; j++)
@@ -600,6 +613,7 @@ int cpb_cmd_plan(const cpb_cli *c)
     memset(&o, 0, sizeof o);
     cpb_args_sim_opts(a, &o.sim);
     if (!a->sim_ranks[0]) o.sim.ranks = CPB_SIM_RANKS_SYMMETRIC; /* the tests prove it equal to exact */
+    o.every_row = a->out != NULL; /* the file gets every candidate's row: none pruned by speed */
     o.scope = scope;
     o.given = a->knobs;
     o.max_context = a->max_context;

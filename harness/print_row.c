@@ -95,6 +95,7 @@ void cpb_print_row(FILE *f, const cpb_row *row, const cpb_backend *be)
                     row->world_size, row->sym_op_diff > 0 ? ", up to some ops' work" : "");
         if (row->sym_op_diff > 0)
             fprintf(f, "  alike ranks' op times differ by %.3f%% of the op time\n", 100 * row->sym_op_diff);
+        if (row->sym_fallback[0]) fprintf(f, "  ranks simulated: every rank of %d: %s\n", row->world_size, row->sym_fallback);
     }
     fprintf(f, "  bytes sent    %s per rank (busiest)\n", human(row->comm_bytes, b1, sizeof b1));
     fprintf(f, "  PCIe copies   %s per rank\n", human(row->pcie_bytes, b1, sizeof b1));

@@ -105,6 +105,14 @@ static int phase_of(const char *range)
 static int push(cpb_ctx *ctx, int type, int stream, const char *name, sim_entry **out)
 {
     sim_state *s = st(ctx);
+    if (!s->t->e && s->w->spare) {
+        /* a dropped trace's entries (sim_world.h: spare) */
+        s->t->e = s->w->spare;
+        s->t->cap = s->w->spare_cap;
+        s->t->n = 0;
+        s->w->spare = NULL;
+        s->w->spare_cap = 0;
+    }
     sim_entry *e = sim_trace_push(s->t);
     /* only collectives keep their name: the replay names them when ranks do not match;
      * interning every op's name would cost more than the rest of the trace */

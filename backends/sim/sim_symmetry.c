@@ -119,7 +119,14 @@ int cpb_sim_traces_alike(const cpb_sim_world *w, const cpb_sim_hw *hw, int rep, 
 void cpb_sim_world_drop_trace(cpb_sim_world *w, int r)
 {
     if (r < 0 || r >= w->world) return;
-    free(w->traces[r].e);
+    if (w->traces[r].cap > w->spare_cap) {
+        /* kept for the next rank recorded (sim_world.h) */
+        free(w->spare);
+        w->spare = w->traces[r].e;
+        w->spare_cap = w->traces[r].cap;
+    } else {
+        free(w->traces[r].e);
+    }
     memset(&w->traces[r], 0, sizeof w->traces[r]);
     w->traces[r].rank = r;
 }

@@ -38,6 +38,7 @@ void cpb_sim_world_destroy(cpb_sim_world *w)
     if (!w) return;
     cpb_sim_world_clear_traces(w);
     free(w->traces);
+    free(w->spare);
     for (int i = 0; i < w->ngroups; i++) free(w->groups[i].ranks);
     free(w->groups);
     for (int i = 0; i < w->nnames; i++) free(w->names[i]);

@@ -85,6 +85,11 @@ typedef struct cpb_sim_world {
      * replays only ranks 0 .. period-1, and only their traces need be recorded.  The world
      * size (the default) replays every rank. */
     int period;
+    /* the entries of a trace dropped after its comparison (sim_symmetry.h), kept for the
+     * next rank recorded: the sampled ranks' traces are as long as the representatives', and
+     * fresh memory for each costs its page faults again (a fifth of a large point's time) */
+    sim_entry *spare;
+    int64_t spare_cap;
 } cpb_sim_world;
 
 /* create / destroy the shared state of a world of `world` ranks */

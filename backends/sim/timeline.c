@@ -619,3 +619,29 @@ int cpb_sim_timeline(cpb_sim_world *w, const cpb_sim_hw *hw, cpb_sim_timing *out
     free_all(&R);
     return rc;
 }
+
+void cpb_sim_lower_bound(const cpb_sim_world *w, const cpb_sim_hw *hw, int r, double *fwd_s, double *step_s)
+{
+    double fwd[CPB_MAX_STREAMS] = {0}, all[CPB_MAX_STREAMS] = {0};
+    const sim_trace *t = &w->traces[r];
+    *fwd_s = *step_s = 0;
+    for (int64_t i = 0; i < t->n; i++) {
+        const sim_entry *e = &t->e[i];
+        if (e->phase == SIM_PHASE_SETUP || e->stream < 0 || e->stream >= CPB_MAX_STREAMS) continue;
+        double d = 0;
+        if (e->type == SIM_OP) {
+            sim_entry x = *e;
+            x.share = 1.0; /* no other GPU copying: the link's full bandwidth */
+            d = cpb_sim_op_time(hw, &x);
+        } else if (e->type == SIM_COLL) {
+            d = e->kind == CPB_COLL_SENDRECV ? sim_sendrecv_time(hw, r, e->dst, e->src, e->bytes)
+                                             : sim_group_coll_time(hw, e->kind, &w->groups[e->group], e->bytes);
+        }
+        all[e->stream] += d;
+        if (e->phase == SIM_PHASE_FWD) fwd[e->stream] += d;
+    }
+    for (int s = 0; s < CPB_MAX_STREAMS; s++) {
+        if (fwd[s] > *fwd_s) *fwd_s = fwd[s];
+        if (all[s] > *step_s) *step_s = all[s];
+    }
+}

@@ -56,6 +56,14 @@ typedef struct cpb_sim_timing {
 int cpb_sim_timeline(cpb_sim_world *w, const cpb_sim_hw *hw, cpb_sim_timing *out, char *err,
                      size_t err_len);
 
+/* Lower bounds on the times cpb_sim_timeline would give, from rank r's trace alone: each
+ * stream runs its entries one after another, so the step lasts at least the sum of any one
+ * stream's timed entries (ops at their modelled time with no PCIe sharing, collectives at
+ * their transfer time for this rank's own bytes, never their wait), and the forward at
+ * least that of its forward entries.  *fwd_s <= fwd_s and *step_s <= step_s of the replay
+ * of any world whose ranks include r's trace (tests/unit/test_sim_bound.c). */
+void cpb_sim_lower_bound(const cpb_sim_world *w, const cpb_sim_hw *hw, int r, double *fwd_s, double *step_s);
+
 /* modelled duration of one op entry (exported for tests); share: see sim_entry.share */
 double cpb_sim_op_time(const cpb_sim_hw *hw, const sim_entry *e);
 /* efficiency curves (fraction of peak) */

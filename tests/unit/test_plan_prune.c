@@ -1,0 +1,167 @@
+/* test_plan_prune.c — `cpbench plan`'s pruning (driver/plan.c) against the same search
+ * with every point simulated in full (plan_opts.no_prune):
+ * - memory first: a point is decided by rank 0 alone (exact by the symmetric-allocation
+ *   rule) and only what fits is simulated in full: every row that is simulated in both is
+ *   the same, so are the lengths --max-context finds;
+ * - by speed: a fitting candidate whose bound on tokens/s is beaten by more than the tie by
+ *   two candidates leaving as much memory free (and reaching as far, with --max-context)
+ *   is not simulated in full: the
+ *   recommendation, runner-up, ties, fastest, roomiest and frontier are the same, the other
+ *   candidates keep their order, and each pruned one's real speed (from the full search) is
+ *   within its bound and not tied, recommended or on the frontier.
+ * Fixed length and --max-context, whole model and one layer, on odd worlds, MHA and
+ * H*d != D, with memory tight enough that some candidates and lengths do not fit. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "cpb_presets.h"
+#include "plan.h"
+
+static cpb_plan_opts opts(const char *model, int C, int64_t S, const char *scope, const char *methods)
+{
+    cpb_plan_opts o;
+    memset(&o, 0, sizeof o);
+    cr_assert_eq(cpb_preset_find(model, &o.base), CPB_OK);
+    o.base.C = C;
+    o.base.S = S;
+    o.base.dtype = CPB_BF16;
+    o.scope = scope;
+    o.methods = methods;
+    o.sim.ranks = CPB_SIM_RANKS_SYMMETRIC; /* as the command runs it */
+    o.min_headroom = CPB_PLAN_MIN_HEADROOM;
+    return o;
+}
+
+/* the row without what differs run to run (the time it was made) */
+static void same_row(const cpb_row *a, const cpb_row *b, const char *what)
+{
+    static cpb_row x, y;
+    x = *a;
+    y = *b;
+    memset(x.timestamp, 0, sizeof x.timestamp);
+    memset(y.timestamp, 0, sizeof y.timestamp);
+    cr_expect_str_eq(x.status, y.status, "%s: status", what);
+    cr_expect_str_eq(x.reason, y.reason, "%s: reason", what);
+    cr_expect_eq(x.peak_bytes, y.peak_bytes, "%s: peak", what);
+    cr_expect_eq(x.host_peak_bytes, y.host_peak_bytes, "%s: host peak", what);
+    cr_expect_eq(x.step_s, y.step_s, "%s: step %.17g s pruned, %.17g s not", what, x.step_s, y.step_s);
+    cr_expect_eq(x.tokens_per_s_per_gpu, y.tokens_per_s_per_gpu, "%s: tokens/s", what);
+    cr_expect_str_eq(x.plan, y.plan, "%s: plan marks", what);
+    cr_expect(memcmp(&x, &y, sizeof x) == 0, "%s: the whole row", what);
+}
+
+static void same_plan(cpb_plan_opts o, int expect_unfit)
+{
+    static cpb_plan a, b;
+    char err[1024] = "";
+    cr_assert_eq(cpb_plan_search(&o, &a, err, sizeof err), CPB_OK, "%s", err);
+    o.no_prune = 1;
+    cr_assert_eq(cpb_plan_search(&o, &b, err, sizeof err), CPB_OK, "%s", err);
+    cr_assert_eq(a.n, b.n);
+    cr_expect_eq(a.recommended, b.recommended);
+    cr_expect_eq(a.runner_up, b.runner_up);
+    cr_expect_eq(a.closest, b.closest);
+    cr_expect_eq(a.roomy, b.roomy);
+    cr_expect_eq(a.fastest, b.fastest);
+    cr_expect_eq(a.best_calibrated, b.best_calibrated);
+    cr_expect_eq(a.ties, b.ties);
+    cr_expect_eq(a.exact_check, b.exact_check);
+    cr_expect_eq(b.probes, 0, "no_prune simulates every point in full");
+    cr_expect_eq(b.pruned, 0);
+    cr_expect_gt(a.probes, 0, "pruned: points decided by memory first");
+    cr_expect_lt(a.points, b.points, "pruned: fewer points simulated in full (%d, %d)", a.points, b.points);
+    int unfit = 0;
+    for (int i = 0; i < a.n; i++) {
+        const cpb_plan_cand *x = &a.c[i], *y = &b.c[i];
+        char what[256];
+        snprintf(what, sizeof what, "%s %s at %lld", x->m->name, x->knobs, (long long)x->p.S);
+        cr_expect_eq(x->p.S, y->p.S, "%s: length", what);
+        cr_expect_eq(x->max_seq, y->max_seq, "%s: longest", what);
+        cr_expect_eq(x->first_oom, y->first_oom, "%s: first oom", what);
+        cr_expect_eq(x->limit, y->limit, "%s: limit", what);
+        cr_expect_eq(x->need, y->need, "%s: need", what);
+        cr_expect_eq(x->need_host, y->need_host, "%s: need host", what);
+        cr_expect_eq(x->frontier, y->frontier, "%s: frontier", what);
+        cr_expect_eq(x->tie, y->tie, "%s: tie", what);
+        unfit += x->row.code != CPB_OK || x->first_oom > 0;
+        if (x->pruned) {
+            /* the bound holds, and it was right to prune */
+            cr_expect_eq(y->row.code, CPB_OK, "%s: pruned, so it fits", what);
+            cr_expect_leq(y->row.tokens_per_s_per_gpu, x->row.tokens_per_s_per_gpu, "%s: %.17g tokens/s/GPU, above "
+                          "its bound %.17g", what, y->row.tokens_per_s_per_gpu, x->row.tokens_per_s_per_gpu);
+            cr_expect_geq(y->row.step_s, x->row.step_s, "%s: step under its bound", what);
+            cr_expect(!y->tie && !y->frontier && i != b.recommended && i != b.runner_up, "%s: pruned, but it counts",
+                      what);
+            continue;
+        }
+        cr_expect_eq(x->bound, y->bound, "%s: bound", what);
+        same_row(&x->row, &y->row, what);
+    }
+    /* the table: the same order, pruned candidates left out */
+    for (int ka = 0, kb = 0;; ka++, kb++) {
+        while (ka < a.n && a.c[a.order[ka]].pruned) ka++;
+        while (kb < b.n && a.c[b.order[kb]].pruned) kb++;
+        if (ka >= a.n || kb >= b.n) {
+            cr_expect(ka >= a.n && kb >= b.n);
+            break;
+        }
+        cr_expect_eq(a.order[ka], b.order[kb], "table rows %d and %d", ka, kb);
+    }
+    if (expect_unfit) cr_expect_gt(unfit, 0, "the case has candidates or lengths that do not fit");
+    if (!o.max_context) cr_expect_gt(a.pruned, 0, "the case prunes by speed");
+    cpb_plan_free(&a);
+    cpb_plan_free(&b);
+}
+
+Test(plan_prune, fixed_length_model_scope_some_do_not_fit)
+{
+    cpb_plan_opts o = opts("llama3-8b", 8, 4 << 20, "model", "ulysses,ring,upipe,fpdt,tp");
+    o.sim.mem_cap = (int64_t)64 << 30;
+    same_plan(o, 1);
+    /* every_row (--out): nothing pruned by speed, every row the full search's */
+    static cpb_plan a, b;
+    char err[1024] = "";
+    o.every_row = 1;
+    cr_assert_eq(cpb_plan_search(&o, &a, err, sizeof err), CPB_OK, "%s", err);
+    o.no_prune = 1;
+    cr_assert_eq(cpb_plan_search(&o, &b, err, sizeof err), CPB_OK, "%s", err);
+    cr_expect_eq(a.pruned, 0);
+    cr_assert_eq(a.n, b.n);
+    for (int i = 0; i < a.n; i++) {
+        cr_expect_eq(a.order[i], b.order[i]);
+        same_row(&a.c[i].row, &b.c[i].row, a.c[i].m->name);
+    }
+    cpb_plan_free(&a);
+    cpb_plan_free(&b);
+}
+
+Test(plan_prune, fixed_length_layer_scope_odd_world)
+{
+    /* qwen3-32b: H*d != D, GQA 8; 6 ranks */
+    cpb_plan_opts o = opts("qwen3-32b", 6, 6 * 2 * 65536, "layer", "ring,usp,hupipe");
+    o.sim.mem_cap = (int64_t)16 << 30;
+    same_plan(o, 1);
+}
+
+Test(plan_prune, max_context_model_scope)
+{
+    cpb_plan_opts o = opts("llama3-8b", 8, 0, "model", "ulysses,fpdt,usp,offload");
+    o.max_context = 1;
+    o.seq_start = 1 << 20;
+    o.seq_stop = 16 << 20;
+    o.bisect = 1 << 20;
+    same_plan(o, 1);
+}
+
+Test(plan_prune, max_context_layer_scope_mha_odd_world)
+{
+    /* llama2-7b: MHA (G = H); 12 ranks over nodes of 4 */
+    cpb_plan_opts o = opts("llama2-7b", 12, 0, "layer", "ring,upipe,metp");
+    o.sim.gpus_per_node = 4;
+    o.max_context = 1;
+    o.seq_start = 12 * 65536;
+    o.seq_stop = 12 * 65536 * 32;
+    o.bisect = 12 * 65536;
+    o.sim.mem_cap = (int64_t)16 << 30;
+    same_plan(o, 1);
+}
