@@ -327,12 +327,7 @@ static void record_ranks(sim_run *s)
             snprintf(s->fallback, sizeof s->fallback, "no move of the world onto itself keeps every node whole (%d "
                      "ranks, %d per node: the last node is partial)", C, s->gpn);
         for (int i = 0; i < np; i++) {
-            if (periods[i] % tp) {
-                if (!s->fallback[0])
-                    snprintf(s->fallback, sizeof s->fallback, "a move by %d ranks splits the --tp %d groups (only "
-                             "moves by a multiple of tp map them onto each other)", periods[i], tp);
-                continue;
-            }
+            if (periods[i] % tp) continue;
             int ok = try_period(s, periods[i]);
             if (ok < 0) return;
             if (ok) {

@@ -70,7 +70,12 @@ int cpb_tp_check(const cpb_method *m, const cpb_problem *p, char *why, size_t wh
     cpb_problem q;
     if (cpb_tp_inner_problem(p, &q, why, why_len) != CPB_OK) return CPB_ERR_INVALID;
     char inner[900] = "";
-    if (m->check && m->check(&q, inner, sizeof inner) != CPB_OK) {
+    int bad = m->check && m->check(&q, inner, sizeof inner) != CPB_OK;
+    /* the method's option checks too: they depend on the shape (a kv-head stride must divide
+     * the kv heads the shard holds, not the model's) */
+    for (const cpb_knob *k = m->knobs; !bad && k && k->name; k++)
+        bad = k->check && k->check(&q, inner, sizeof inner) != CPB_OK;
+    if (bad) {
         snprintf(why, why_len, "under --tp %d it runs on %d CP ranks with H = %d, G = %d heads: %s", tp, q.C, q.H, q.G,
                  inner[0] ? inner : "(no reason given)");
         return CPB_ERR_INVALID;

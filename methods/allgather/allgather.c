@@ -138,7 +138,7 @@ static int ag_backward(cpb_ctx *ctx, cpb_layer *L, void *state)
     const cpb_problem *p = &L->p;
     ag_cfg cfg;
     CPB_TRY(ag_setup(ctx, L, &cfg));
-    int64_t s = L->s, D = p->D, hqd = (int64_t)p->H * p->d, hkd = (int64_t)p->G * p->d;
+    int64_t s = L->s, D = p->D, hqd = (int64_t)p->H * p->d;
     cpb_view dy = cpb_mat(L->dy, 0, s, D, D);
 
     /* dO = dy Wo^T and dWo = o^T dy */
@@ -160,27 +160,7 @@ static int ag_backward(cpb_ctx *ctx, cpb_layer *L, void *state)
     CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &st->lse));
     CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &st->o));
 
-    /* RoPE backward in fp32, then the gradients in the storage dtype for the GEMMs with
-     * the weights; q and K,V are dead, so their buffers take them */
-    CPB_TRY(cpb_rope(ctx, CPB_STREAM_COMPUTE, q_heads(L, dq), &L->tokens, p->rope_base, 1));
-    CPB_TRY(cpb_rope(ctx, CPB_STREAM_COMPUTE, cpb_ring_k(&cfg.r, dkv), &L->tokens, p->rope_base, 1));
-    CPB_TRY(cpb_copy(ctx, CPB_STREAM_COMPUTE, cpb_whole(st->q), cpb_whole(dq)));
-    CPB_TRY(cpb_copy(ctx, CPB_STREAM_COMPUTE, cpb_whole(st->kv), cpb_whole(dkv)));
-    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &dkv));
-    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &dq));
-    cpb_view dqm = cpb_mat(st->q, 0, s, hqd, hqd);
-    cpb_view dkm = cpb_mat(st->kv, 0, s, hkd, hkd), dvm = cpb_mat(st->kv, s * hkd, s, hkd, hkd);
-
-    /* dx = dq Wq^T + dk Wk^T + dv Wv^T; dW = x^T d(q, k, v) */
-    cpb_view x = cpb_mat(L->x, 0, s, D, D), dx = cpb_mat(L->dx, 0, s, D, D);
-    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 0, 1, 1.0f, dqm, cpb_mat(L->wq, 0, D, hqd, hqd), 0.0f, dx));
-    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 0, 1, 1.0f, dkm, cpb_mat(L->wk, 0, D, hkd, hkd), 1.0f, dx));
-    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 0, 1, 1.0f, dvm, cpb_mat(L->wv, 0, D, hkd, hkd), 1.0f, dx));
-    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 1, 0, 1.0f, x, dqm, 0.0f, cpb_mat(L->dwq, 0, D, hqd, hqd)));
-    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 1, 0, 1.0f, x, dkm, 0.0f, cpb_mat(L->dwk, 0, D, hkd, hkd)));
-    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 1, 0, 1.0f, x, dvm, 0.0f, cpb_mat(L->dwv, 0, D, hkd, hkd)));
-    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &st->kv));
-    return cpb_free(ctx, CPB_STREAM_COMPUTE, &st->q);
+    return cpb_ring_grad_project(ctx, &cfg.r, L, &st->q, &st->kv, &dq, &dkv);
 }
 
 const cpb_method cpb_method_allgather = {

@@ -3,6 +3,7 @@
  * cfg->comm_stream; every hand-over between the two is an event join, so the runtime's
  * race check sees each buffer's writer ordered before its readers. */
 #include "common/ring_attn.h"
+#include "common/proj_bwd.h"
 #include "common/dring_attn.h"
 
 #include <string.h>
@@ -335,4 +336,27 @@ int cpb_ring_attn_bwd(cpb_ctx *ctx, const cpb_ring_cfg *cfg, cpb_view q, cpb_buf
     CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &blk));
     CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &dextra));
     return kv_ring_close(ctx, &B.kv);
+}
+
+int cpb_ring_grad_project(cpb_ctx *ctx, const cpb_ring_cfg *cfg, cpb_layer *L, cpb_buf **q, cpb_buf **kv,
+                          cpb_buf **dq, cpb_buf **dkv)
+{
+    const cpb_problem *p = &L->p;
+    const int64_t s = L->s, D = p->D, hqd = (int64_t)p->H * p->d, hkd = (int64_t)p->G * p->d;
+    /* RoPE backward in fp32, then the gradients in the storage dtype for the GEMMs with the
+     * weights; q and K,V are dead, so their buffers take them */
+    CPB_TRY(cpb_rope(ctx, CPB_STREAM_COMPUTE, cpb_heads(*dq, 0, s, p->H, p->d, hqd, p->d), &L->tokens, p->rope_base, 1));
+    CPB_TRY(cpb_rope(ctx, CPB_STREAM_COMPUTE, cpb_ring_k(cfg, *dkv), &L->tokens, p->rope_base, 1));
+    CPB_TRY(cpb_copy(ctx, CPB_STREAM_COMPUTE, cpb_whole(*q), cpb_whole(*dq)));
+    CPB_TRY(cpb_copy(ctx, CPB_STREAM_COMPUTE, cpb_whole(*kv), cpb_whole(*dkv)));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, dkv));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, dq));
+    /* dx = dq Wq^T + dk Wk^T + dv Wv^T; dW = x^T d(q, k, v) */
+    cpb_qkv_views grad = {cpb_mat(*q, 0, s, hqd, hqd), cpb_mat(*kv, 0, s, hkd, hkd), cpb_mat(*kv, s * hkd, s, hkd, hkd)};
+    cpb_qkv_views w = {cpb_mat(L->wq, 0, D, hqd, hqd), cpb_mat(L->wk, 0, D, hkd, hkd), cpb_mat(L->wv, 0, D, hkd, hkd)};
+    cpb_qkv_views dw = {cpb_mat(L->dwq, 0, D, hqd, hqd), cpb_mat(L->dwk, 0, D, hkd, hkd),
+                        cpb_mat(L->dwv, 0, D, hkd, hkd)};
+    CPB_TRY(cpb_proj_bwd(ctx, CPB_STREAM_COMPUTE, cpb_mat(L->x, 0, s, D, D), grad, w, cpb_mat(L->dx, 0, s, D, D), dw));
+    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, kv));
+    return cpb_free(ctx, CPB_STREAM_COMPUTE, q);
 }

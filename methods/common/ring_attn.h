@@ -26,6 +26,7 @@
 
 #include "common/block_iter.h"
 #include "cpb.h"
+#include "cpb_method.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -79,6 +80,14 @@ int cpb_ring_attn_fwd(cpb_ctx *ctx, const cpb_ring_cfg *cfg, cpb_view q, cpb_buf
  * after their R hops around the ring). */
 int cpb_ring_attn_bwd(cpb_ctx *ctx, const cpb_ring_cfg *cfg, cpb_view q, cpb_buf *kv, cpb_view o,
                       cpb_view d_o, cpb_view lse, cpb_view delta, cpb_view dq, cpb_buf *dkv);
+
+/* The backward's tail for a schedule whose q and packed K,V are laid out as this module's
+ * (ring, allgather): RoPE backward in fp32 on dq and dK (at the layer's tokens), the
+ * gradients copied in the storage dtype into the dead q and K,V buffers, then the shared
+ * projection epilogue (common/proj_bwd.h: dx and the dWq, dWk, dWv partials, overwritten).
+ * Frees dq, dkv, kv and q (all four pointers are NULL after). */
+int cpb_ring_grad_project(cpb_ctx *ctx, const cpb_ring_cfg *cfg, cpb_layer *L, cpb_buf **q, cpb_buf **kv,
+                          cpb_buf **dq, cpb_buf **dkv);
 
 #ifdef __cplusplus
 }

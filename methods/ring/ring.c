@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "common/proj_bwd.h"
 #include "common/ring_attn.h"
 #include "cpb_method.h"
 
@@ -126,7 +125,7 @@ static int backward_body(cpb_ctx *ctx, cpb_layer *L, ring_state *st)
     const cpb_problem *p = &L->p;
     cpb_ring_cfg cfg;
     CPB_TRY(ring_setup(ctx, L, 1, &cfg));
-    int64_t s = L->s, D = p->D, hqd = (int64_t)p->H * p->d, hkd = (int64_t)p->G * p->d;
+    int64_t s = L->s, D = p->D, hqd = (int64_t)p->H * p->d;
     cpb_view dy = cpb_mat(L->dy, 0, s, D, D);
 
     /* dO = dy Wo^T and dWo = o^T dy */
@@ -147,26 +146,7 @@ static int backward_body(cpb_ctx *ctx, cpb_layer *L, ring_state *st)
     CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &st->lse));
     CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &st->o));
 
-    /* RoPE backward in fp32, then the gradients in the storage dtype for the GEMMs with
-     * the weights; q and K,V are dead, so their buffers take them */
-    CPB_TRY(cpb_rope(ctx, CPB_STREAM_COMPUTE, q_heads(L, dq), &L->tokens, p->rope_base, 1));
-    CPB_TRY(cpb_rope(ctx, CPB_STREAM_COMPUTE, cpb_ring_k(&cfg, dkv), &L->tokens, p->rope_base, 1));
-    CPB_TRY(cpb_copy(ctx, CPB_STREAM_COMPUTE, cpb_whole(st->q), cpb_whole(dq)));
-    CPB_TRY(cpb_copy(ctx, CPB_STREAM_COMPUTE, cpb_whole(st->kv), cpb_whole(dkv)));
-    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &dkv));
-    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &dq));
-    cpb_view dqm = cpb_mat(st->q, 0, s, hqd, hqd);
-    cpb_view dkm = cpb_mat(st->kv, 0, s, hkd, hkd), dvm = cpb_mat(st->kv, s * hkd, s, hkd, hkd);
-
-    /* dx = dq Wq^T + dk Wk^T + dv Wv^T; dW = x^T d(q, k, v) */
-    cpb_view x = cpb_mat(L->x, 0, s, D, D), dx = cpb_mat(L->dx, 0, s, D, D);
-    cpb_qkv_views grad = {dqm, dkm, dvm};
-    cpb_qkv_views w = {cpb_mat(L->wq, 0, D, hqd, hqd), cpb_mat(L->wk, 0, D, hkd, hkd), cpb_mat(L->wv, 0, D, hkd, hkd)};
-    cpb_qkv_views dw = {cpb_mat(L->dwq, 0, D, hqd, hqd), cpb_mat(L->dwk, 0, D, hkd, hkd),
-                        cpb_mat(L->dwv, 0, D, hkd, hkd)};
-    CPB_TRY(cpb_proj_bwd(ctx, CPB_STREAM_COMPUTE, x, grad, w, dx, dw));
-    CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &st->kv));
-    return cpb_free(ctx, CPB_STREAM_COMPUTE, &st->q);
+    return cpb_ring_grad_project(ctx, &cfg, L, &st->q, &st->kv, &dq, &dkv);
 }
 
 static int ring_forward(cpb_ctx *ctx, cpb_layer *L, void *state)
