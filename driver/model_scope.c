@@ -206,6 +206,8 @@ static void memory(cpb_model_estimate *e, const shape *x)
      * each gradient into its bucket as it is produced; below ZeRO-3 they are the states'
      * gradient buffer */
     int64_t mlp_grads = f->rs_params != 0 || su->zero < 3 ? 0 : (int64_t)(x->t_mlp * f->grad_compute_bytes);
+    /* under --tp T a GPU gathers and holds 1/T of each matrix (cpb_setup_state_bytes) */
+    if (su->tp > 1) params /= su->tp, mlp_grads /= su->tp;
 
     /* A: attention backward of a middle layer (after its recomputed forward and its MLP
      * backward) */

@@ -136,8 +136,16 @@ static void derive_bytes(cpb_setup *s)
 void cpb_setup_state_bytes(const cpb_setup *s, double params, double trainable, double N, double *dev, double *host)
 {
     double frozen = s->lora_rank > 0 ? params : 0;
-    *dev = (s->dev_sh / N + s->dev_rep) * trainable + (s->base_dev_sh / N + s->base_dev_rep) * frozen;
-    *host = (s->host_sh / N + s->host_rep) * trainable + (s->base_host_sh / N + s->base_host_rep) * frozen;
+    /* Under --tp T each GPU holds 1/T of every weight matrix (Megatron-LM
+     * megatron/core/tensor_parallel/layers.py: ColumnParallelLinear and RowParallelLinear
+     * partition the weight over the TP group, VocabParallelEmbedding the vocabulary), so a
+     * state replicated across the data-parallel ranks is 1/T per GPU; a sharded one is
+     * already split over every GPU (its 1/T slice over the GPUs / T of its TP rank).  The
+     * norms' few parameters are replicated across the TP group and counted as split too
+     * (an estimate, under 0.01% of a Llama's parameters). */
+    const double T = s->tp > 1 ? s->tp : 1;
+    *dev = (s->dev_sh / N + s->dev_rep / T) * trainable + (s->base_dev_sh / N + s->base_dev_rep / T) * frozen;
+    *host = (s->host_sh / N + s->host_rep / T) * trainable + (s->base_host_sh / N + s->base_host_rep / T) * frozen;
 }
 
 int cpb_setup_of(const cpb_problem *p, cpb_setup *s, char *err, size_t err_len)
@@ -323,9 +331,12 @@ void cpb_setup_bytes_text(const cpb_setup *s, char *buf, size_t len)
     if (s->p16 > 0) n += (size_t)snprintf(buf + n, n < len ? len - n : 0, " %s params %g +", dt(2), s->p16);
     n += (size_t)snprintf(buf + n, n < len ? len - n : 0, " %s master %g + %s grads %g + Adam m, v %g", dt(s->master_bytes),
                           s->master, s->opt_cpu ? "fp32" : dt(s->grad_bytes), s->grad, s->moments);
-    n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "; on the GPU %g replicated + %g / GPUs", s->dev_rep, s->dev_sh);
+    const char *per_tp = s->tp > 1 ? " / tp" : "";
+    n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "; on the GPU %g replicated%s + %g / GPUs", s->dev_rep, per_tp,
+                          s->dev_sh);
     if (s->host_rep + s->host_sh > 0)
-        snprintf(buf + n, n < len ? len - n : 0, "; in host memory %g replicated + %g / GPUs", s->host_rep, s->host_sh);
+        snprintf(buf + n, n < len ? len - n : 0, "; in host memory %g replicated%s + %g / GPUs", s->host_rep, per_tp,
+                 s->host_sh);
 }
 
 void cpb_setup_print_assumptions(FILE *f, const cpb_setup *s, const char *prefix)
