@@ -49,8 +49,9 @@ void cpb_model_estimate_print(FILE *f, const cpb_model_estimate *e)
     fprintf(f, "framework: %s — %s\n", e->fw->name, e->fw->summary);
     if (cpb_tp_degree(p) > 1) /* the composition is traced for attention only (tp_compose.h) */
         fprintf(f, "tensor parallelism: --tp %d x %d CP ranks around the attention layer (traced); the rest of the model "
-                "as without TP: the MLP's own TP all-gathers and reduce-scatters, and the division of the states and "
-                "of the parameter traffic by tp, are not modelled [EST] (docs/methods.md, \"--tp\")\n",
+                "as without TP, but for the states (1/tp of each weight matrix per GPU): the MLP's own TP all-gathers and "
+                "reduce-scatters, and the division of the parameter traffic by tp, are not modelled [EST] "
+                "(docs/methods.md, \"--tp\")\n",
                 cpb_tp_degree(p), p->C / cpb_tp_degree(p));
     cpb_setup_print_assumptions(f, &e->setup, "");
     fprintf(f, "status: %s%s%s\n", e->status == CPB_OK ? "ok" : e->status == CPB_ERR_OOM ? "oom" :
