@@ -187,3 +187,35 @@ Test(sim_layout, the_assumptions_block_says_where_the_layout_came_from)
     cr_expect(strstr(b, "replicas            3 (6 GPUs = cp 2 x 3) [command line]") != NULL, "%s", b);
     free(b);
 }
+
+/* Under --tp T a GPU holds 1/T of every weight matrix: a state replicated across the
+ * data-parallel ranks counts 1/T per GPU, a state sharded over every GPU is unchanged, and
+ * --cp counts the CP degree alone (a replica is cp x T GPUs). */
+Test(sim_layout, tp_divides_the_replicated_states_and_the_replica)
+{
+    cpb_setup s;
+    memset(&s, 0, sizeof s);
+    s.dev_rep = 6, s.dev_sh = 10, s.host_rep = 2, s.host_sh = 4;
+    double dev1, host1, dev4, host4;
+    s.tp = 1;
+    cpb_setup_state_bytes(&s, 1e9, 1e9, 64, &dev1, &host1);
+    s.tp = 4;
+    cpb_setup_state_bytes(&s, 1e9, 1e9, 64, &dev4, &host4);
+    cr_expect_float_eq(dev1, (6 + 10.0 / 64) * 1e9, 1, "tp 1: %g", dev1);
+    cr_expect_float_eq(dev4, (6.0 / 4 + 10.0 / 64) * 1e9, 1, "tp 4: the replicated 6 bytes count 1/4: %g", dev4);
+    cr_expect_float_eq(host4, (2.0 / 4 + 4.0 / 64) * 1e9, 1, "tp 4, host: %g", host4);
+
+    cpb_knobs k = {0};
+    char err[256] = "";
+    int world = 0;
+    cpb_knobs_set_int(&k, "cp", 4);
+    cpb_knobs_set_int(&k, "tp", 2);
+    cr_assert_eq(cpb_layout_resolve(&k, 16, &world, err, sizeof err), CPB_OK, "%s", err);
+    cr_expect_eq(world, 8, "--cp 4 --tp 2 on 16 GPUs: a replica of 8 ranks, not %d", world);
+    cr_expect_eq(cpb_knob_int(&(cpb_problem){.knobs = k}, "dp"), 2, "two replicas");
+    cpb_knobs bad = {0};
+    cpb_knobs_set_int(&bad, "cp", 4);
+    cpb_knobs_set_int(&bad, "tp", 4);
+    cr_expect_neq(cpb_layout_resolve(&bad, 8, &world, err, sizeof err), CPB_OK, "--cp 4 x --tp 4 is 16 GPUs, not 8");
+    cr_expect(strstr(err, "--tp 4") != NULL, "the message names --tp: %s", err);
+}
