@@ -103,6 +103,19 @@
  * the A100 has none. */
 #define HOPPER_FP8_FLOPS 1979e12
 
+/* The kernel rates of a Hopper-class part, one list for every profile that runs them:
+ * - GEMM: large cuBLASLt bf16 GEMMs on H100 SXM are commonly measured at 700-800 TFLOP/s
+ *   (0.75 of peak) [EST]; a tile's prologue/epilogue ~ two 64-deep K steps (k_half 128)
+ *   [EST]; the cuBLAS/CUTLASS Hopper bf16 tile 128 x 256 [EST];
+ * - attention: cuDNN's curve and our kernels' fractions above; FlashAttention-3's query
+ *   block of 128 rows [EST]. */
+#define HOPPER_KERNEL_RATES                                                                        \
+    .gemm_eff_max = 0.75, .gemm_k_half = 128, .gemm_tile_m = 128, .gemm_tile_n = 256,              \
+    .attn_fwd_eff_max = HOPPER_ATTN_FWD_EFF, .attn_fwd_k_half = HOPPER_ATTN_FWD_KHALF,             \
+    .attn_bwd_eff_max = HOPPER_ATTN_BWD_EFF, .attn_bwd_k_half = HOPPER_ATTN_BWD_KHALF,             \
+    .attn_own_fwd_eff_max = HOPPER_OWN_FWD_EFF, .attn_own_bwd_eff_max = HOPPER_OWN_BWD_EFF,        \
+    .attn_tile_rows = 128
+
 static const cpb_gpu_profile profiles[] = {
     {
         .name = "h100-sxm",
@@ -116,14 +129,7 @@ static const cpb_gpu_profile profiles[] = {
         .hw = {
             .peak_flops = 989e12,            /* [PN] bf16 dense peak */
             .num_sms = 132,                  /* [DS] H100 SXM5: 132 SMs */
-            .gemm_eff_max = 0.75,            /* [EST] large cuBLASLt bf16 GEMMs on H100 SXM are
-                                                commonly measured at 700-800 TFLOP/s */
-            .gemm_k_half = 128,              /* [EST] a tile's prologue/epilogue ~ two 64-deep K steps */
-            .gemm_tile_m = 128, .gemm_tile_n = 256, /* [EST] cuBLAS/CUTLASS Hopper bf16 tile */
-            .attn_fwd_eff_max = HOPPER_ATTN_FWD_EFF, .attn_fwd_k_half = HOPPER_ATTN_FWD_KHALF,
-            .attn_bwd_eff_max = HOPPER_ATTN_BWD_EFF, .attn_bwd_k_half = HOPPER_ATTN_BWD_KHALF,
-            .attn_own_fwd_eff_max = HOPPER_OWN_FWD_EFF, .attn_own_bwd_eff_max = HOPPER_OWN_BWD_EFF,
-            .attn_tile_rows = 128,           /* [EST] FlashAttention-3 query block */
+            HOPPER_KERNEL_RATES,
             .hbm_bw = 3.0e12,                /* [PN] 3.35 TB/s peak; [EST] streaming kernels reach ~90% */
             .a2a_busbw = 370e9,              /* [PN] NCCL all-to-all bus bandwidth, NVLink 4 */
             .sendrecv_busbw = 370e9,         /* [PN] NCCL send/recv bus bandwidth, NVLink 4 */
@@ -153,11 +159,7 @@ static const cpb_gpu_profile profiles[] = {
         .hw = {
             .peak_flops = 989e12,            /* [PN]/[DS] the H100's compute die */
             .num_sms = 132,
-            .gemm_eff_max = 0.75, .gemm_k_half = 128, .gemm_tile_m = 128, .gemm_tile_n = 256,
-            .attn_fwd_eff_max = HOPPER_ATTN_FWD_EFF, .attn_fwd_k_half = HOPPER_ATTN_FWD_KHALF,
-            .attn_bwd_eff_max = HOPPER_ATTN_BWD_EFF, .attn_bwd_k_half = HOPPER_ATTN_BWD_KHALF,
-            .attn_own_fwd_eff_max = HOPPER_OWN_FWD_EFF, .attn_own_bwd_eff_max = HOPPER_OWN_BWD_EFF,
-            .attn_tile_rows = 128,
+            HOPPER_KERNEL_RATES,
             .hbm_bw = 4.3e12,                /* [DS] 4.8 TB/s; [EST] ~90% achieved */
             .a2a_busbw = 370e9, .sendrecv_busbw = 370e9, .coll_busbw = 370e9, /* NVLink 4 as H100 */
             .inter_busbw = 45e9, .coll_lat = 10e-6, .inter_lat = 20e-6,
@@ -256,11 +258,7 @@ static const cpb_gpu_profile profiles[] = {
         .hw = {
             .peak_flops = 989.5e12,          /* [DS-H800] bf16 1,979 TFLOPS with sparsity */
             .num_sms = 132,                  /* [DS-H800] the H100 SXM5's GH100 configuration */
-            .gemm_eff_max = 0.75, .gemm_k_half = 128, .gemm_tile_m = 128, .gemm_tile_n = 256,
-            .attn_fwd_eff_max = HOPPER_ATTN_FWD_EFF, .attn_fwd_k_half = HOPPER_ATTN_FWD_KHALF,
-            .attn_bwd_eff_max = HOPPER_ATTN_BWD_EFF, .attn_bwd_k_half = HOPPER_ATTN_BWD_KHALF,
-            .attn_own_fwd_eff_max = HOPPER_OWN_FWD_EFF, .attn_own_bwd_eff_max = HOPPER_OWN_BWD_EFF,
-            .attn_tile_rows = 128,
+            HOPPER_KERNEL_RATES,
             .hbm_bw = 3.0e12,                /* [DS-H800] 3.35 TB/s; [EST] ~90% achieved */
             /* [DS-H800] NVLink 400 GB/s against the H100's 900 GB/s: the H100's measured bus
              * bandwidth [PN] scaled by 400/900 [EST]; DeepSeek-V3's report (arXiv 2412.19437,
@@ -322,11 +320,7 @@ static const cpb_gpu_profile profiles[] = {
         .hw = {
             .peak_flops = 756.5e12,          /* [DS-H100] bf16 1,513 TFLOPS with sparsity */
             .num_sms = 114,                  /* [DS] H100 PCIe: 114 SMs (NVIDIA H100 whitepaper) */
-            .gemm_eff_max = 0.75, .gemm_k_half = 128, .gemm_tile_m = 128, .gemm_tile_n = 256,
-            .attn_fwd_eff_max = HOPPER_ATTN_FWD_EFF, .attn_fwd_k_half = HOPPER_ATTN_FWD_KHALF,
-            .attn_bwd_eff_max = HOPPER_ATTN_BWD_EFF, .attn_bwd_k_half = HOPPER_ATTN_BWD_KHALF,
-            .attn_own_fwd_eff_max = HOPPER_OWN_FWD_EFF, .attn_own_bwd_eff_max = HOPPER_OWN_BWD_EFF,
-            .attn_tile_rows = 128,
+            HOPPER_KERNEL_RATES,
             .hbm_bw = 1.8e12,                /* [DS-H100] 2.0 TB/s; [EST] ~90% achieved */
             /* [DS-H100] NVLink bridge 600 GB/s joins two cards only; PCIe Gen5 128 GB/s (64 each
              * way).  A collective over the usual server's 8 cards crosses PCIe, so its bus
@@ -358,11 +352,7 @@ static const cpb_gpu_profile profiles[] = {
         .hw = {
             .peak_flops = 835.5e12,          /* [DS-H100] bf16 1,671 TFLOPS with sparsity */
             .num_sms = 132,                  /* [DS] H100 NVL: the full 132-SM configuration */
-            .gemm_eff_max = 0.75, .gemm_k_half = 128, .gemm_tile_m = 128, .gemm_tile_n = 256,
-            .attn_fwd_eff_max = HOPPER_ATTN_FWD_EFF, .attn_fwd_k_half = HOPPER_ATTN_FWD_KHALF,
-            .attn_bwd_eff_max = HOPPER_ATTN_BWD_EFF, .attn_bwd_k_half = HOPPER_ATTN_BWD_KHALF,
-            .attn_own_fwd_eff_max = HOPPER_OWN_FWD_EFF, .attn_own_bwd_eff_max = HOPPER_OWN_BWD_EFF,
-            .attn_tile_rows = 128,
+            HOPPER_KERNEL_RATES,
             .hbm_bw = 3.5e12,                /* [DS-H100] 3.9 TB/s; [EST] ~90% achieved */
             /* [DS-H100] NVLink bridge 600 GB/s between two cards, PCIe Gen5 128 GB/s: the
              * 8-card server's collectives cross PCIe, as h100-pcie [EST] */
@@ -393,13 +383,9 @@ static const cpb_gpu_profile profiles[] = {
         .hw = {
             .peak_flops = 2.25e15,           /* [DS-B200] 36 PFLOPS fp16/bf16 with sparsity per 8 GPUs */
             .num_sms = 148,                  /* device query of a B200 (148 multiprocessors) */
-            .gemm_eff_max = 0.75, .gemm_k_half = 128, .gemm_tile_m = 128, .gemm_tile_n = 256, /* [EST] as Hopper */
-            /* [EST] cuDNN's and our kernels' fractions of peak carried over from Hopper: no
-             * published B200 attention curve was found; calibrate on the GPU */
-            .attn_fwd_eff_max = HOPPER_ATTN_FWD_EFF, .attn_fwd_k_half = HOPPER_ATTN_FWD_KHALF,
-            .attn_bwd_eff_max = HOPPER_ATTN_BWD_EFF, .attn_bwd_k_half = HOPPER_ATTN_BWD_KHALF,
-            .attn_own_fwd_eff_max = HOPPER_OWN_FWD_EFF, .attn_own_bwd_eff_max = HOPPER_OWN_BWD_EFF,
-            .attn_tile_rows = 128,
+            /* [EST] the GEMM and attention fractions of peak carried over from Hopper: no
+             * published B200 curve was found; calibrate on the GPU */
+            HOPPER_KERNEL_RATES,
             .hbm_bw = 7.2e12,                /* [DS-B200] 64 TB/s per 8 GPUs = 8 TB/s; [EST] ~90% */
             /* [DS-B200] NVLink 5: 1.8 TB/s per GPU, twice the H100's 900 GB/s: the H100's
              * measured bus bandwidth [PN] doubled [EST] */
