@@ -23,3 +23,9 @@ int cpb_proj_bwd(cpb_ctx *ctx, int stream, cpb_view x, cpb_qkv_views g, cpb_qkv_
     CPB_TRY(cpb_proj_bwd_dx(ctx, stream, g, w, 0.0f, dx));
     return cpb_proj_bwd_dw(ctx, stream, x, g, 0.0f, dw);
 }
+
+int cpb_proj_out_bwd(cpb_ctx *ctx, int stream, cpb_view dy, cpb_view o, cpb_view wo, cpb_view d_o, cpb_view dwo)
+{
+    CPB_TRY(cpb_gemm(ctx, stream, 0, 1, 1.0f, dy, wo, 0.0f, d_o));
+    return cpb_gemm(ctx, stream, 1, 0, 1.0f, o, dy, 0.0f, dwo);
+}

@@ -28,6 +28,9 @@ typedef struct cpb_qkv_views {
 int cpb_proj_bwd_dx(cpb_ctx *ctx, int stream, cpb_qkv_views grad, cpb_qkv_views w, float beta, cpb_view dx);
 /* dW = beta * dW + x^T d(q, k, v) for the three projections on `stream` */
 int cpb_proj_bwd_dw(cpb_ctx *ctx, int stream, cpb_view x, cpb_qkv_views grad, float beta, cpb_qkv_views dw);
+/* the output projection's backward, where every backward starts: dO = dy Wo^T (dy
+ * [rows, D], Wo [width, D], dO [rows, width]) and dWo = o^T dy (overwritten) */
+int cpb_proj_out_bwd(cpb_ctx *ctx, int stream, cpb_view dy, cpb_view o, cpb_view wo, cpb_view d_o, cpb_view dwo);
 /* both: dx (overwritten) then the dW partials (overwritten) */
 int cpb_proj_bwd(cpb_ctx *ctx, int stream, cpb_view x, cpb_qkv_views grad, cpb_qkv_views w, cpb_view dx,
                  cpb_qkv_views dw);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "common/ring_attn.h"
+#include "common/proj_bwd.h"
 #include "cpb_method.h"
 
 /* the layout p asks for (the knob's value is one of its choices: driver/knobs.c checks) */
@@ -131,10 +132,8 @@ static int backward_body(cpb_ctx *ctx, cpb_layer *L, ring_state *st)
     /* dO = dy Wo^T and dWo = o^T dy */
     cpb_buf *d_o = NULL, *dq = NULL, *dkv = NULL;
     CPB_TRY(cpb_alloc(ctx, &d_o, s * hqd, p->dtype, CPB_TAG_GRAD_ACT, "dO"));
-    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 0, 1, 1.0f, dy, cpb_mat(L->wo, 0, hqd, D, D), 0.0f,
-                     cpb_mat(d_o, 0, s, hqd, hqd)));
-    CPB_TRY(cpb_gemm(ctx, CPB_STREAM_COMPUTE, 1, 0, 1.0f, cpb_mat(st->o, 0, s, hqd, hqd), dy, 0.0f,
-                     cpb_mat(L->dwo, 0, hqd, D, D)));
+    CPB_TRY(cpb_proj_out_bwd(ctx, CPB_STREAM_COMPUTE, dy, cpb_mat(st->o, 0, s, hqd, hqd), cpb_mat(L->wo, 0, hqd, D, D),
+                             cpb_mat(d_o, 0, s, hqd, hqd), cpb_mat(L->dwo, 0, hqd, D, D)));
 
     /* the ring backward: fp32 dq here, fp32 dK,dV back from their trip around the ring */
     CPB_TRY(cpb_alloc(ctx, &dq, s * hqd, CPB_FP32, CPB_TAG_GRAD_ACT, "dq"));
