@@ -384,7 +384,17 @@ static void timing(cpb_model_estimate *e, const shape *x, const cpb_gpu_profile 
      * each of the passes, their backward twice (dX and their own dA, dB) */
     double adapters = x->r > 0 ? e->mlp_passes * lora_fwd_s(x, hw, tok, 0) : 0;
     if (x->r > 0) e->mlp_passes -= 1, e->mlp_acc_s = 0;
-    e->mlp_layer_s = e->mlp_passes * mlp_fwd + e->mlp_acc_s + adapters;
+    /* fp8: the linears' casts (model_scope_fp8.c), HBM bound, over the framework's fp8
+     * library; its forward passes are the MLP's passes less the backward's two; per tile
+     * the weight is cast again.  Not with LoRA (frozen weights: no weight-gradient GEMM,
+     * whose operand copies the rule counts) [not modelled] */
+    e->fp8_cast_s = 0;
+    if (su->fp8 && !(x->r > 0)) {
+        double tiles = su->tiled_mlp ? ceil(tok / T) : 1;
+        e->fp8_cast_s = cpb_fp8_mlp_cast_bytes(&f->fp8, tok, x->D, x->F, (int)x->m, e->mlp_passes - 2, tiles) /
+                        hw->hbm_bw;
+    }
+    e->mlp_layer_s = e->mlp_passes * mlp_fwd + e->mlp_acc_s + adapters + e->fp8_cast_s;
     /* two RMSNorms (read + write [s, D]) and two residual adds (two reads, one write) per
      * pass, HBM bound; passes: forward, recompute, backward counted twice */
     e->norm_layer_s = (full ? 4 : 3) * (2 * 2 + 2 * 3) * sD * BF16 / hw->hbm_bw;

@@ -98,6 +98,19 @@ enum { CPB_MLP_TILE_HIDDEN = 0, /* tiles of D tokens (TiledMLP) */
 enum { CPB_LOSS_FUSED_LINEAR_CE = 0, /* Liger: chunks of c tokens with c*V ~ s*D */
        CPB_LOSS_FPDT_CHUNKED };     /* FPDT_LogitsLoss: chunks of 256 tokens, fp32 logits */
 
+/* fp8 linear layers' casts (model_scope_fp8.c): HBM bytes per element of a linear's input
+ * x [T, K], weight w [K, N] and output gradient dy [T, N]; all zero where the framework's fp8
+ * library is not modelled (then the casts are not counted: named in the docs). */
+typedef struct cpb_fp8_casts {
+    double fwd_x, fwd_w;         /* per forward pass (forward, recompute) */
+    double bwd_x, bwd_dy, bwd_w; /* in the backward */
+} cpb_fp8_casts;
+
+double cpb_fp8_linear_cast_bytes(const cpb_fp8_casts *c, double T, double K, double N, double fwd_passes,
+                                 double calls);
+double cpb_fp8_mlp_cast_bytes(const cpb_fp8_casts *c, double T, double D, double F, int matrices,
+                              double fwd_passes, double calls);
+
 /* The training setup around the attention layer (`--framework`; model_scope_framework.c
  * gives every value its source). */
 typedef struct cpb_framework {
@@ -137,6 +150,7 @@ typedef struct cpb_framework {
                                 micro-batch */
     const char *parts_source;/* where the parts come from */
     const char *half;        /* the 16-bit dtype's name: "fp16" or (NULL) "bf16" */
+    cpb_fp8_casts fp8;       /* --linear-dtype fp8: the casts of its fp8 library (zero: not modelled) */
 } cpb_framework;
 
 /* activation checkpointing: none (every layer keeps its saved activations), full (each layer's
@@ -312,6 +326,7 @@ typedef struct cpb_model_estimate {
     double attn_layer_s;            /* forward + recomputed forward + backward */
     double mlp_layer_s, norm_layer_s, fsdp_layer_s, ckpt_layer_s, layer_s;
     double mlp_acc_s;               /* of mlp_layer_s: adding each tile's weight gradient */
+    double fp8_cast_s;              /* of mlp_layer_s: the fp8 linears' casts (model_scope_fp8.c) */
     double lora_attn_s;             /* of attn_layer_s with LoRA: the adapters' GEMMs less the frozen
                                        projections' weight-gradient GEMMs the trial computed */
     double mlp_passes;              /* MLP forward-equivalents per layer (the setup's) */

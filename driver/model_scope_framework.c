@@ -35,7 +35,19 @@
  *         (flash / cuDNN) attention the core already keeps no score matrix, so selective
  *         recompute saves nothing more and repeats the attention core's forward
  *   [MCDDP] Megatron Core DistributedDataParallelConfig: gradient buckets of
- *         max(40M, 1M x dp) parameters, reduced once per step with overlap_grad_reduce */
+ *         max(40M, 1M x dp) parameters, reduced once per step with overlap_grad_reduce
+ *   [AOF8] torchao's float8 training (pytorch/ao torchao/float8/, the Float8Linear that
+ *         TorchTitan's float8 converter swaps in; TorchTitan docs/performance.md @eaea6f6
+ *         ran torchao eab345c): the default recipe scales tensorwise and dynamically
+ *         (float8_linear.py, hp_tensor_to_float8_dynamic: an amax pass over the bf16 tensor,
+ *         2 bytes read, then the scaled cast, 2 read and 1 written: 5 bytes per element) for
+ *         the input and the weight in each forward and for the output gradient (e5m2) in the
+ *         backward; torch._scaled_mm takes its first operand row-major and its second
+ *         column-major, so float8_ops.py preprocess_addmm copies an fp8 operand in the other
+ *         layout (a.contiguous() or b.t().contiguous().t(): 1 read, 1 written): the weight for
+ *         dgrad (dy @ w), and dy^T and x for wgrad (dy^T @ x).  So fwd_x 5, fwd_w 5, bwd_x 2,
+ *         bwd_dy 5 + 2, bwd_w 2 bytes per element [EST: counted as separate kernels, as
+ *         written; torch.compile may fuse an amax with its cast's read] */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -96,6 +108,8 @@ static const cpb_framework frameworks[] = {
         .zero = 3, .opt_cpu = 0, .param_offload = 0, .master_bytes = 4, .grad_bytes = 4, .copy16 = 0,
         .ckpt = CPB_CKPT_FULL, .ckpt_offload = 1, .tiled_mlp = 1, .fused_loss = 1, .grad_sync_per_step = 0,
         .parts_source = "[TT], [FSDP2]",
+        /* [AOF8] --linear-dtype fp8 runs torchao Float8Linear, tensorwise dynamic scaling */
+        .fp8 = {.fwd_x = 5, .fwd_w = 5, .bwd_x = 2, .bwd_dy = 7, .bwd_w = 2},
     },
     {
         .name = "deepspeed",
@@ -212,6 +226,8 @@ static const cpb_framework frameworks[] = {
         .zero = 3, .opt_cpu = 0, .param_offload = 0, .master_bytes = 4, .grad_bytes = 4, .copy16 = 0,
         .ckpt = CPB_CKPT_FULL, .ckpt_offload = 0, .tiled_mlp = 0, .fused_loss = 0, .grad_sync_per_step = 0,
         .parts_source = "[TTD], [FSDP2]",
+        /* [AOF8] --linear-dtype fp8 runs torchao Float8Linear, tensorwise dynamic scaling */
+        .fp8 = {.fwd_x = 5, .fwd_w = 5, .bwd_x = 2, .bwd_dy = 7, .bwd_w = 2},
     },
     {
         .name = "megatron",

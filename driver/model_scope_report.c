@@ -98,8 +98,11 @@ void cpb_model_estimate_print(FILE *f, const cpb_model_estimate *e)
     if (e->setup.lora_rank > 0)
         fprintf(f, " %s LoRA %s: adapters less the frozen projections' weight gradients, an estimate",
                 e->lora_attn_s < 0 ? "-" : "+", sec(e->lora_attn_s < 0 ? -e->lora_attn_s : e->lora_attn_s));
-    fprintf(f, "), MLP %s s%s, norms %s s\n", sec(e->mlp_layer_s),
-            e->setup.lora_rank > 0 ? " (frozen: backward dX only; adapters included)" : "", sec(e->norm_layer_s));
+    char casts[64] = "";
+    if (e->fp8_cast_s > 0) snprintf(casts, sizeof casts, " (fp8 casts %s s)", sec(e->fp8_cast_s));
+    fprintf(f, "), MLP %s s%s%s, norms %s s\n", sec(e->mlp_layer_s),
+            e->setup.lora_rank > 0 ? " (frozen: backward dX only; adapters included)" : "", casts,
+            sec(e->norm_layer_s));
     fprintf(f, "             checkpoint copies %s s (%s), parameter traffic %s s (overlapped) -> %s s\n",
             sec(e->ckpt_layer_s), e->fw->ckpt_blocking ? "on the compute stream" : "overlapped", sec(e->fsdp_layer_s),
             sec(e->layer_s));

@@ -194,9 +194,12 @@ Test(sim_setup, fp8_mlp_and_profiles_without_it)
 {
     cpb_model_estimate *b = estimate(8, 1 << 18, (const char *[]){"framework=torchtitan", NULL});
     cpb_model_estimate *f = estimate(8, 1 << 18, (const char *[]){"framework=torchtitan", "linear_dtype=fp8", NULL});
-    /* the MLP's GEMMs at 1979 instead of 989 TFLOP/s; attention unchanged */
-    double gemm_b = b->mlp_layer_s - b->mlp_acc_s, gemm_f = f->mlp_layer_s - f->mlp_acc_s;
+    /* the MLP's GEMMs at 1979 instead of 989 TFLOP/s, plus torchao's casts (test_fp8_casts.c);
+     * attention unchanged */
+    double gemm_b = b->mlp_layer_s - b->mlp_acc_s, gemm_f = f->mlp_layer_s - f->mlp_acc_s - f->fp8_cast_s;
     cr_expect_float_eq(gemm_f, gemm_b * 989.0 / 1979.0, 1e-9);
+    cr_expect_eq(b->fp8_cast_s, 0.0);
+    cr_expect_gt(f->fp8_cast_s, 0.0);
     cr_expect_float_eq(f->attn_layer_s, b->attn_layer_s, 1e-15);
     cpb_model_estimate_free(b);
     cpb_model_estimate_free(f);
