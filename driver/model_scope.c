@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "attn_choice.h"
+#include "flops_nemo.h"
 #include "gpu_profiles.h"
 #include "sim/timeline.h"
 
@@ -488,6 +489,7 @@ static void timing(cpb_model_estimate *e, const shape *x, const cpb_gpu_profile 
      * 3 x (m x 2 S D F), plus the head's 3 x 2 S D V; megatron: Megatron-LM's count); per
      * sequence, B x K sequences per step */
     cpb_model_flops(&e->p, e->spec, &e->model_flops, &e->model_flops_megatron);
+    e->model_flops_nemo = cpb_model_nemo_flops(&e->p, e->spec) * B * K;
     e->model_flops *= B * K;
     e->model_flops_megatron *= B * K;
 }

@@ -324,6 +324,7 @@ typedef struct cpb_model_estimate {
     double micro_s;                 /* one micro-batch: layers, head and loss */
     double model_flops;             /* per step, without the recomputation (cpb_row_rates) */
     double model_flops_megatron;    /* the same counted as Megatron-LM does (cpb_model_flops) */
+    double model_flops_nemo;        /* the same counted as NeMo's flops_formulas.py does (flops_nemo.h) */
     cpb_row attn;                   /* the attention layer on the simulator */
 } cpb_model_estimate;
 

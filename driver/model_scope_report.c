@@ -118,9 +118,10 @@ void cpb_model_estimate_print(FILE *f, const cpb_model_estimate *e)
     cpb_model_estimate_row(e, row);
     fprintf(f, "  step %s s, %.2f tokens/s/GPU, %.1f model TFLOP/s/GPU\n", sec(e->step_s), row->tokens_per_s_per_gpu,
             row->tflops_per_gpu);
-    fprintf(f, "  MFU of the %.0f TFLOP/s peak: %.1f%% causal (%.1f TFLOP/s), %.1f%% megatron (%.1f TFLOP/s)\n",
+    fprintf(f, "  MFU of the %.0f TFLOP/s peak: %.1f%% causal (%.1f TFLOP/s), %.1f%% megatron (%.1f TFLOP/s), "
+            "%.1f%% nemo (%.1f TFLOP/s)\n",
             row->peak_tflops, 100 * row->mfu_causal, row->tflops_per_gpu, 100 * row->mfu_megatron,
-            row->tflops_per_gpu_megatron);
+            row->tflops_per_gpu_megatron, 100 * row->mfu_nemo, row->tflops_per_gpu_nemo);
     free(row);
 }
 
@@ -197,7 +198,7 @@ void cpb_model_estimate_row(const cpb_model_estimate *e, cpb_row *row)
     row->fwd_s = e->setup.grad_accum * e->spec->layers *
                  (e->setup.micro_batch * e->attn.fwd_s + e->mlp_layer_s / e->mlp_passes); /* the forward pass's share */
     row->bwd_s = e->step_s - row->fwd_s;
-    cpb_row_rates(row, e->model_flops, e->model_flops_megatron);
+    cpb_row_rates(row, e->model_flops, e->model_flops_megatron, e->model_flops_nemo);
     /* a step trains micro-batch x accumulation sequences of S tokens on each replica: the
      * rates per GPU are over the context-parallel group's GPUs (the row's world), the
      * tokens/s the whole job's (every replica) */
