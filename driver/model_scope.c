@@ -9,6 +9,7 @@
 
 #include "attn_choice.h"
 #include "flops_nemo.h"
+#include "model_scope_tp_mlp.h"
 #include "gpu_profiles.h"
 #include "sim/timeline.h"
 
@@ -417,7 +418,11 @@ static void timing(cpb_model_estimate *e, const shape *x, const cpb_gpu_profile 
     /* The checkpoint copies of save_on_cpu / DeepSpeed's checkpoint_in_cpu run on the
      * compute stream: they add to the layer's compute.  Parameter traffic has its own
      * streams and overlaps (contention with the method's own all-to-all not modelled). */
-    double compute = e->attn_layer_s + e->mlp_layer_s + e->norm_layer_s;
+    /* --tp: the MLP's sequence-parallel all-gathers and reduce-scatters, on the compute
+     * stream's path (no --tp-comm-overlap: model_scope_tp_mlp.h); the attention layer's own
+     * are in its trial */
+    e->tp_mlp_comm_s = cpb_tp_mlp_comm_s(hw, su->tp, tok, x->D, full);
+    double compute = e->attn_layer_s + e->mlp_layer_s + e->norm_layer_s + e->tp_mlp_comm_s;
     if (f->ckpt_blocking) compute += e->ckpt_layer_s;
     e->layer_s = compute;
     if (e->fsdp_layer_s > e->layer_s) e->layer_s = e->fsdp_layer_s;

@@ -312,6 +312,8 @@ typedef struct cpb_model_estimate {
     double attn_layer_s;            /* forward + recomputed forward + backward */
     double mlp_layer_s, norm_layer_s, fsdp_layer_s, ckpt_layer_s, layer_s;
     double mlp_acc_s;               /* of mlp_layer_s: adding each tile's weight gradient */
+    double tp_mlp_comm_s;           /* per layer, beside mlp_layer_s: the MLP's exposed TP collectives under --tp
+                                       (model_scope_tp_mlp.h); 0 without TP */
     double lora_attn_s;             /* of attn_layer_s with LoRA: the adapters' GEMMs less the frozen
                                        projections' weight-gradient GEMMs the trial computed */
     double mlp_passes;              /* MLP forward-equivalents per layer (the setup's) */
