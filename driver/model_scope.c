@@ -470,11 +470,16 @@ static void timing(cpb_model_estimate *e, const shape *x, const cpb_gpu_profile 
     }
     /* per step, ZeRO 1-2: the updated 16-bit parameters all-gathered; and the gradients
      * reduced once per step where the framework does so */
+    /* Under --tp T a GPU holds 1/T of each matrix (as its states: cpb_setup_state_bytes), so
+     * it reduces and gathers 1/T of the parameters, over the N/T GPUs that hold the same
+     * slice (Megatron's data-parallel group of a TP rank, megatron/core/parallel_state.py)
+     * [MCDO]; the norms, replicated across TP, are counted as sliced too (a 1e-4 part) */
+    const double tpd = su->tp > 1 ? su->tp : 1, t_gpu = x->t_total / tpd, n_dp = x->N / tpd;
     e->step_comm_s = 0;
-    if (x->N > 1 && su->zero < 3) {
-        if (su->zero >= 1) e->step_comm_s += BF16 * x->t_total * (x->N - 1) / x->N / bw + lat;
+    if (n_dp > 1 && su->zero < 3) {
+        if (su->zero >= 1) e->step_comm_s += BF16 * t_gpu * (n_dp - 1) / n_dp / bw + lat;
         if (f->grad_sync_per_step)
-            e->step_comm_s += reduce * f->grad_reduce_bytes * x->t_total * (x->N - 1) / x->N / bw + lat;
+            e->step_comm_s += reduce * f->grad_reduce_bytes * t_gpu * (n_dp - 1) / n_dp / bw + lat;
     }
     /* HSDP: each replica's gradient shard all-reduced across the replicas (2 (R-1)/R of it
      * on the bus), over the network when the world spans nodes; per micro-batch unless the

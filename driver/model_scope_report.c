@@ -50,8 +50,9 @@ void cpb_model_estimate_print(FILE *f, const cpb_model_estimate *e)
     fprintf(f, "framework: %s — %s\n", e->fw->name, e->fw->summary);
     if (cpb_tp_degree(p) > 1) /* the composition is traced for attention only (tp_compose.h) */
         fprintf(f, "tensor parallelism: --tp %d x %d CP ranks around the attention layer (traced); the rest of the model "
-                "as without TP, but for the states (1/tp of each weight matrix per GPU) and the MLP's own TP all-gathers and "
-                "reduce-scatters (exposed); the division of the parameter traffic by tp is not modelled [EST] "
+                "as without TP, but for the states and the per-step gradient reduction and parameter all-gather (1/tp of each "
+                "weight matrix per GPU) and the MLP's own TP all-gathers and reduce-scatters (exposed); ZeRO-3's per-layer "
+                "parameter traffic is not divided by tp [EST] "
                 "(docs/methods.md, \"--tp\")\n",
                 cpb_tp_degree(p), p->C / cpb_tp_degree(p));
     cpb_setup_print_assumptions(f, &e->setup, "");

@@ -64,3 +64,31 @@ Test(tp_mlp_comm, in_the_model_estimate)
     cpb_model_estimate_free(e0);
     cpb_model_estimate_free(e4);
 }
+
+/* Megatron's distributed optimizer under --tp: each GPU reduces its 1/tp slice of the
+ * gradients (fp32) and gathers its slice of the bf16 parameters over the N/tp GPUs of its
+ * data-parallel group, once per step (megatron preset: ZeRO-1, grad_sync_per_step).
+ * llama2-7b, ring over 8 GPUs (2 CP x tp 4, one replica): n_dp = 2, inside a node:
+ * (2 + 4) x params / 4 x 1/2 / 370 GB/s + 2 x 10 us */
+Test(tp_mlp_comm, step_traffic_is_the_tp_slice)
+{
+    cpb_problem p;
+    memset(&p, 0, sizeof p);
+    cr_assert_eq(cpb_preset_find("llama2-7b", &p), CPB_OK);
+    p.S = 65536;
+    p.C = 8;
+    p.dtype = CPB_BF16;
+    const cpb_method *m = cpb_method_find("ring");
+    cr_assert(m);
+    char err[1024] = "";
+    cr_assert_eq(cpb_knobs_apply(m, NULL, &p, err, sizeof err), CPB_OK, "%s", err);
+    cpb_knobs_set_str(&p.knobs, "framework", "megatron");
+    cpb_knobs_set_int(&p.knobs, "tp", 4);
+    cpb_model_estimate *e = NULL;
+    cr_assert_eq(cpb_model_estimate_new(&p, m, NULL, &e, err, sizeof err), CPB_OK, "%s", err);
+    cr_assert_eq(e->status, CPB_OK, "%s", e->reason);
+    const double params = (double)e->params;
+    const double want = (2.0 + 4.0) * params / 4 * 0.5 / 370e9 + 2 * 10e-6;
+    cr_expect_float_eq(e->step_comm_s, want, 1e-9 * want, "%g against %g", e->step_comm_s, want);
+    cpb_model_estimate_free(e);
+}
