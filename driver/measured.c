@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "fingerprint.h"
+#include "flops_nemo.h"
 #include "gpu_profiles.h"
 #include "profile_iter.h"
 #include "ranks.h"
@@ -184,10 +185,10 @@ int cpb_run_measured(cpb_ctx *ctx, const cpb_problem *p, const cpb_method *m, in
         row->bwd_s = median(t + 2 * iters, iters);
         double f, b;
         cpb_layer_model_flops(p, &f, &b);
-        cpb_row_rates(row, f + b, cpb_layer_megatron_flops(p));
+        cpb_row_rates(row, f + b, cpb_layer_megatron_flops(p), cpb_layer_nemo_flops(p));
     } else {
         row->step_s = row->fwd_s = row->bwd_s = 0;
-        cpb_row_rates(row, 0, 0);
+        cpb_row_rates(row, 0, 0, 0);
     }
     row->nstreams = ctx->nstreams;
     memcpy(row->stream_names, ctx->stream_names, sizeof row->stream_names);

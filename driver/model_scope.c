@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "attn_choice.h"
+#include "flops_nemo.h"
+#include "model_scope_tp_mlp.h"
 #include "gpu_profiles.h"
 #include "sim/timeline.h"
 
@@ -426,7 +428,11 @@ static void timing(cpb_model_estimate *e, const shape *x, const cpb_gpu_profile 
     /* The checkpoint copies of save_on_cpu / DeepSpeed's checkpoint_in_cpu run on the
      * compute stream: they add to the layer's compute.  Parameter traffic has its own
      * streams and overlaps (contention with the method's own all-to-all not modelled). */
-    double compute = e->attn_layer_s + e->mlp_layer_s + e->norm_layer_s;
+    /* --tp: the MLP's sequence-parallel all-gathers and reduce-scatters, on the compute
+     * stream's path (no --tp-comm-overlap: model_scope_tp_mlp.h); the attention layer's own
+     * are in its trial */
+    e->tp_mlp_comm_s = cpb_tp_mlp_comm_s(hw, su->tp, tok, x->D, full);
+    double compute = e->attn_layer_s + e->mlp_layer_s + e->norm_layer_s + e->tp_mlp_comm_s;
     if (f->ckpt_blocking) compute += e->ckpt_layer_s;
     e->layer_s = compute;
     if (e->fsdp_layer_s > e->layer_s) e->layer_s = e->fsdp_layer_s;
@@ -474,11 +480,16 @@ static void timing(cpb_model_estimate *e, const shape *x, const cpb_gpu_profile 
     }
     /* per step, ZeRO 1-2: the updated 16-bit parameters all-gathered; and the gradients
      * reduced once per step where the framework does so */
+    /* Under --tp T a GPU holds 1/T of each matrix (as its states: cpb_setup_state_bytes), so
+     * it reduces and gathers 1/T of the parameters, over the N/T GPUs that hold the same
+     * slice (Megatron's data-parallel group of a TP rank, megatron/core/parallel_state.py)
+     * [MCDO]; the norms, replicated across TP, are counted as sliced too (a 1e-4 part) */
+    const double tpd = su->tp > 1 ? su->tp : 1, t_gpu = x->t_total / tpd, n_dp = x->N / tpd;
     e->step_comm_s = 0;
-    if (x->N > 1 && su->zero < 3) {
-        if (su->zero >= 1) e->step_comm_s += BF16 * x->t_total * (x->N - 1) / x->N / bw + lat;
+    if (n_dp > 1 && su->zero < 3) {
+        if (su->zero >= 1) e->step_comm_s += BF16 * t_gpu * (n_dp - 1) / n_dp / bw + lat;
         if (f->grad_sync_per_step)
-            e->step_comm_s += reduce * f->grad_reduce_bytes * x->t_total * (x->N - 1) / x->N / bw + lat;
+            e->step_comm_s += reduce * f->grad_reduce_bytes * t_gpu * (n_dp - 1) / n_dp / bw + lat;
     }
     /* HSDP: each replica's gradient shard all-reduced across the replicas (2 (R-1)/R of it
      * on the bus), over the network when the world spans nodes; per micro-batch unless the
@@ -498,6 +509,7 @@ static void timing(cpb_model_estimate *e, const shape *x, const cpb_gpu_profile 
      * 3 x (m x 2 S D F), plus the head's 3 x 2 S D V; megatron: Megatron-LM's count); per
      * sequence, B x K sequences per step */
     cpb_model_flops(&e->p, e->spec, &e->model_flops, &e->model_flops_megatron);
+    e->model_flops_nemo = cpb_model_nemo_flops(&e->p, e->spec) * B * K;
     e->model_flops *= B * K;
     e->model_flops_megatron *= B * K;
 }

@@ -327,6 +327,8 @@ typedef struct cpb_model_estimate {
     double mlp_layer_s, norm_layer_s, fsdp_layer_s, ckpt_layer_s, layer_s;
     double mlp_acc_s;               /* of mlp_layer_s: adding each tile's weight gradient */
     double fp8_cast_s;              /* of mlp_layer_s: the fp8 linears' casts (model_scope_fp8.c) */
+    double tp_mlp_comm_s;           /* per layer, beside mlp_layer_s: the MLP's exposed TP collectives under --tp
+                                       (model_scope_tp_mlp.h); 0 without TP */
     double lora_attn_s;             /* of attn_layer_s with LoRA: the adapters' GEMMs less the frozen
                                        projections' weight-gradient GEMMs the trial computed */
     double mlp_passes;              /* MLP forward-equivalents per layer (the setup's) */
@@ -339,6 +341,7 @@ typedef struct cpb_model_estimate {
     double micro_s;                 /* one micro-batch: layers, head and loss */
     double model_flops;             /* per step, without the recomputation (cpb_row_rates) */
     double model_flops_megatron;    /* the same counted as Megatron-LM does (cpb_model_flops) */
+    double model_flops_nemo;        /* the same counted as NeMo's flops_formulas.py does (flops_nemo.h) */
     cpb_row attn;                   /* the attention layer on the simulator */
 } cpb_model_estimate;
 

@@ -7,6 +7,7 @@
 #include "registry.h"
 #include "sweep.h"
 #include "tp_compose.h"
+#include "model_scope_tp_mlp.h"
 #include "trial.h"
 
 static double gib(int64_t b)
@@ -49,8 +50,9 @@ void cpb_model_estimate_print(FILE *f, const cpb_model_estimate *e)
     fprintf(f, "framework: %s — %s\n", e->fw->name, e->fw->summary);
     if (cpb_tp_degree(p) > 1) /* the composition is traced for attention only (tp_compose.h) */
         fprintf(f, "tensor parallelism: --tp %d x %d CP ranks around the attention layer (traced); the rest of the model "
-                "as without TP, but for the states (1/tp of each weight matrix per GPU): the MLP's own TP all-gathers and "
-                "reduce-scatters, and the division of the parameter traffic by tp, are not modelled [EST] "
+                "as without TP, but for the states and the per-step gradient reduction and parameter all-gather (1/tp of each "
+                "weight matrix per GPU) and the MLP's own TP all-gathers and reduce-scatters (exposed); ZeRO-3's per-layer "
+                "parameter traffic is not divided by tp [EST] "
                 "(docs/methods.md, \"--tp\")\n",
                 cpb_tp_degree(p), p->C / cpb_tp_degree(p));
     cpb_setup_print_assumptions(f, &e->setup, "");
@@ -100,9 +102,11 @@ void cpb_model_estimate_print(FILE *f, const cpb_model_estimate *e)
                 e->lora_attn_s < 0 ? "-" : "+", sec(e->lora_attn_s < 0 ? -e->lora_attn_s : e->lora_attn_s));
     char casts[64] = "";
     if (e->fp8_cast_s > 0) snprintf(casts, sizeof casts, " (fp8 casts %s s)", sec(e->fp8_cast_s));
-    fprintf(f, "), MLP %s s%s%s, norms %s s\n", sec(e->mlp_layer_s),
+    fprintf(f, "), MLP %s s%s%s, norms %s s", sec(e->mlp_layer_s),
             e->setup.lora_rank > 0 ? " (frozen: backward dX only; adapters included)" : "", casts,
             sec(e->norm_layer_s));
+    if (e->tp_mlp_comm_s > 0) fprintf(f, ", MLP TP all-gathers/reduce-scatters %s s (exposed)", sec(e->tp_mlp_comm_s));
+    fprintf(f, "\n");
     fprintf(f, "             checkpoint copies %s s (%s), parameter traffic %s s (overlapped) -> %s s\n",
             sec(e->ckpt_layer_s), e->fw->ckpt_blocking ? "on the compute stream" : "overlapped", sec(e->fsdp_layer_s),
             sec(e->layer_s));
@@ -121,9 +125,10 @@ void cpb_model_estimate_print(FILE *f, const cpb_model_estimate *e)
     cpb_model_estimate_row(e, row);
     fprintf(f, "  step %s s, %.2f tokens/s/GPU, %.1f model TFLOP/s/GPU\n", sec(e->step_s), row->tokens_per_s_per_gpu,
             row->tflops_per_gpu);
-    fprintf(f, "  MFU of the %.0f TFLOP/s peak: %.1f%% causal (%.1f TFLOP/s), %.1f%% megatron (%.1f TFLOP/s)\n",
+    fprintf(f, "  MFU of the %.0f TFLOP/s peak: %.1f%% causal (%.1f TFLOP/s), %.1f%% megatron (%.1f TFLOP/s), "
+            "%.1f%% nemo (%.1f TFLOP/s)\n",
             row->peak_tflops, 100 * row->mfu_causal, row->tflops_per_gpu, 100 * row->mfu_megatron,
-            row->tflops_per_gpu_megatron);
+            row->tflops_per_gpu_megatron, 100 * row->mfu_nemo, row->tflops_per_gpu_nemo);
     free(row);
 }
 
@@ -139,7 +144,8 @@ static void model_critical_path(const cpb_model_estimate *e, cpb_row *row)
     double at = a->crit_compute_s + a->crit_comm_s + a->crit_host_s, L = e->spec->layers;
     double fc = at > 0 ? a->crit_compute_s / at : 1, fm = at > 0 ? a->crit_comm_s / at : 0,
            fh = at > 0 ? a->crit_host_s / at : 0;
-    double comp = e->attn_layer_s * fc + e->mlp_layer_s + e->norm_layer_s, comm = e->attn_layer_s * fm,
+    double comp = e->attn_layer_s * fc + e->mlp_layer_s + e->norm_layer_s,
+           comm = e->attn_layer_s * fm + e->tp_mlp_comm_s,
            host = e->attn_layer_s * fh + (e->fw->ckpt_blocking ? e->ckpt_layer_s : 0);
     double extra = e->layer_s - (comp + comm + host), fsdp = 0;
     if (extra > 0) {
@@ -156,6 +162,10 @@ static void model_critical_path(const cpb_model_estimate *e, cpb_row *row)
     for (int k = 0; k < CPB_COLL_KIND_COUNT; k++)
         row->crit_coll_s[k] = K * L * e->attn_layer_s * (at > 0 ? a->crit_coll_s[k] / at : 0);
     row->crit_coll_s[CPB_COLL_ALL_GATHER] += K * L * fsdp + e->step_comm_s; /* FSDP's gathers (and reduce-scatter) */
+    /* the MLP's TP collectives: 3 all-gathers and 2 reduce-scatters of 5, a recompute's 1 + 1 more */
+    const int n_tp = cpb_tp_mlp_collectives(e->setup.ckpt == CPB_CKPT_FULL);
+    row->crit_coll_s[CPB_COLL_ALL_GATHER] += K * L * e->tp_mlp_comm_s * (n_tp == 5 ? 3.0 : 4.0) / n_tp;
+    row->crit_coll_s[CPB_COLL_REDUCE_SCATTER] += K * L * e->tp_mlp_comm_s * (n_tp == 5 ? 2.0 : 3.0) / n_tp;
     row->replayed_ranks = a->replayed_ranks;
     row->sym_op_diff = a->sym_op_diff;
     memcpy(row->sym_fallback, a->sym_fallback, sizeof row->sym_fallback);
@@ -198,9 +208,10 @@ void cpb_model_estimate_row(const cpb_model_estimate *e, cpb_row *row)
     if (e->status != CPB_OK) return;
     row->step_s = e->step_s;
     row->fwd_s = e->setup.grad_accum * e->spec->layers *
-                 (e->setup.micro_batch * e->attn.fwd_s + e->mlp_layer_s / e->mlp_passes); /* the forward pass's share */
+                 (e->setup.micro_batch * e->attn.fwd_s + e->mlp_layer_s / e->mlp_passes +
+                  e->tp_mlp_comm_s * 2 / cpb_tp_mlp_collectives(e->setup.ckpt == CPB_CKPT_FULL)); /* the forward pass's share */
     row->bwd_s = e->step_s - row->fwd_s;
-    cpb_row_rates(row, e->model_flops, e->model_flops_megatron);
+    cpb_row_rates(row, e->model_flops, e->model_flops_megatron, e->model_flops_nemo);
     /* a step trains micro-batch x accumulation sequences of S tokens on each replica: the
      * rates per GPU are over the context-parallel group's GPUs (the row's world), the
      * tokens/s the whole job's (every replica) */

@@ -105,10 +105,10 @@ double cpb_layer_megatron_flops(const cpb_problem *p)
     return 6.0 * S * (D * (H + 2.0 * G) * d + H * d * D) + 6.0 * S * S * H * d;
 }
 
-void cpb_row_rates(cpb_row *r, double flops, double flops_megatron)
+void cpb_row_rates(cpb_row *r, double flops, double flops_megatron, double flops_nemo)
 {
     r->tokens_per_s = r->tokens_per_s_per_gpu = r->tflops_per_gpu = r->tflops_per_gpu_megatron = 0;
-    r->mfu_causal = r->mfu_megatron = 0;
+    r->tflops_per_gpu_nemo = r->mfu_causal = r->mfu_megatron = r->mfu_nemo = 0;
     if (!(r->step_s > 0) || r->world_size <= 0) return;
     r->tokens_per_s = (double)r->seq_len / r->step_s;
     r->tokens_per_s_per_gpu = r->tokens_per_s / r->world_size;
@@ -116,9 +116,11 @@ void cpb_row_rates(cpb_row *r, double flops, double flops_megatron)
      * training_log divides by elapsed time x world size */
     r->tflops_per_gpu = flops / r->world_size / r->step_s / 1e12;
     r->tflops_per_gpu_megatron = flops_megatron / r->world_size / r->step_s / 1e12;
+    r->tflops_per_gpu_nemo = flops_nemo / r->world_size / r->step_s / 1e12;
     if (r->peak_tflops > 0) {
         r->mfu_causal = r->tflops_per_gpu / r->peak_tflops;
         r->mfu_megatron = r->tflops_per_gpu_megatron / r->peak_tflops;
+        r->mfu_nemo = r->tflops_per_gpu_nemo / r->peak_tflops;
     }
 }
 

@@ -95,6 +95,8 @@ extern "C" {
     F(mfu_causal, "tflops_per_gpu / peak_tflops (0 without a peak)")                         \
     F(tflops_per_gpu_megatron, "model TFLOP/s per GPU, convention megatron (results/README.md)") \
     F(mfu_megatron, "tflops_per_gpu_megatron / peak_tflops (0 without a peak)")              \
+    F(tflops_per_gpu_nemo, "model TFLOP/s per GPU, convention nemo (results/README.md)")     \
+    F(mfu_nemo, "tflops_per_gpu_nemo / peak_tflops (0 without a peak)")                      \
     F(comm_bytes, "bytes sent by the busiest rank")                                          \
     F(pcie_bytes, "host<->device bytes of the busiest rank")                                 \
     F(y_norm, "fingerprint: L2 norm of y (0 on sim: no data; NaN when it could not be taken)") \
@@ -189,10 +191,11 @@ void cpb_layer_model_flops(const cpb_problem *p, double *fwd, double *bwd);
  * parameters x S + 6 S^2 H d (Megatron-LM's self-attention term of one layer). */
 double cpb_layer_megatron_flops(const cpb_problem *p);
 /* The throughput columns from step_s, seq_len and world_size, for `flops` model FLOPs per
- * step under the causal convention and `flops_megatron` under the megatron one (the
- * layer's, or the whole model's for scope model), and the MFUs against the row's
- * peak_tflops (set it first; 0: MFUs 0); all zero when step_s is not > 0. */
-void cpb_row_rates(cpb_row *r, double flops, double flops_megatron);
+ * step under the causal convention, `flops_megatron` under the megatron one and
+ * `flops_nemo` under the nemo one (flops_nemo.h) (the layer's, or the whole model's for
+ * scope model), and the MFUs against the row's peak_tflops (set it first; 0: MFUs 0); all
+ * zero when step_s is not > 0. */
+void cpb_row_rates(cpb_row *r, double flops, double flops_megatron, double flops_nemo);
 
 /* The point key, the one place it is defined: 1 when rows a and b describe the same trial:
  * method, model, backend, gpu, scope, dtype, world size, sequence length, shape, seed,

@@ -10,6 +10,7 @@
 
 #include "attn_choice.h"
 #include "fingerprint.h"
+#include "flops_nemo.h"
 #include "gpu_profiles.h"
 #include "host_memory.h"
 #include "knobs.h"
@@ -101,7 +102,7 @@ static void fill_times(cpb_row *r, const cpb_problem *p, const cpb_sim_timing *t
     r->replayed_ranks = t->replayed_ranks;
     double fwd, bwd;
     cpb_layer_model_flops(p, &fwd, &bwd);
-    cpb_row_rates(r, fwd + bwd, cpb_layer_megatron_flops(p));
+    cpb_row_rates(r, fwd + bwd, cpb_layer_megatron_flops(p), cpb_layer_nemo_flops(p));
 }
 
 /* The simulator keeps every rank's trace, so its memory grows with the world (about as C^2
@@ -500,7 +501,7 @@ static int sim_layer_run(const cpb_problem *p, const cpb_method *m, const cpb_si
             row->step_s = step;
             double ff, fb;
             cpb_layer_model_flops(p, &ff, &fb);
-            cpb_row_rates(row, ff + fb, cpb_layer_megatron_flops(p));
+            cpb_row_rates(row, ff + fb, cpb_layer_megatron_flops(p), cpb_layer_nemo_flops(p));
         }
         free(s.recorded);
         free(rk);

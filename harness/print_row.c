@@ -72,11 +72,11 @@ void cpb_print_row(FILE *f, const cpb_row *row, const cpb_backend *be)
     cpb_format_seconds(t2, sizeof t2, row->bwd_s);
     cpb_format_seconds(t3, sizeof t3, row->step_s);
     fprintf(f, "  forward       %10s s\n  backward      %10s s\n  step          %10s s\n", t1, t2, t3);
-    fprintf(f, "  tokens/s/GPU  %10.2f\n  TFLOP/s/GPU   %10.3f  (model FLOPs counted as causal; as megatron %.3f)\n",
-            row->tokens_per_s_per_gpu, row->tflops_per_gpu, row->tflops_per_gpu_megatron);
+    fprintf(f, "  tokens/s/GPU  %10.2f\n  TFLOP/s/GPU   %10.3f  (model FLOPs counted as causal; as megatron %.3f; as nemo %.3f)\n",
+            row->tokens_per_s_per_gpu, row->tflops_per_gpu, row->tflops_per_gpu_megatron, row->tflops_per_gpu_nemo);
     if (row->peak_tflops > 0)
-        fprintf(f, "  MFU           %9.1f%%  causal, %.1f%% megatron, of a %.0f TFLOP/s peak (results/README.md)\n",
-                100 * row->mfu_causal, 100 * row->mfu_megatron, row->peak_tflops);
+        fprintf(f, "  MFU           %9.1f%%  causal, %.1f%% megatron, %.1f%% nemo, of a %.0f TFLOP/s peak (results/README.md)\n",
+                100 * row->mfu_causal, 100 * row->mfu_megatron, 100 * row->mfu_nemo, row->peak_tflops);
     else
         fprintf(f, "  MFU                  -  (no GPU profile gives this device's peak)\n");
     if (predicted) {

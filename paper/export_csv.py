@@ -17,7 +17,7 @@ import os
 import sys
 
 TIME_COLUMNS = ("step_s", "fwd_s", "bwd_s", "tokens_per_s", "tokens_per_s_per_gpu", "tflops_per_gpu",
-                "tflops_per_gpu_megatron", "mfu_causal", "mfu_megatron")
+                "tflops_per_gpu_megatron", "mfu_causal", "mfu_megatron", "tflops_per_gpu_nemo", "mfu_nemo")
 
 
 def text(v):

@@ -52,7 +52,11 @@ QUANTITIES = {
     "tflops": ({"TFLOP/s/GPU"}, 0.25),
     "mfu": ({"%"}, 0.25),
 }
-CONVENTIONS = {"causal", "megatron"}
+# flop_convention -> the results columns (TFLOP/s per GPU, MFU) that count FLOPs its way
+# (results/README.md "Model FLOPs and MFU")
+CONVENTIONS = {"causal": ("tflops_per_gpu", "mfu_causal"),
+               "megatron": ("tflops_per_gpu_megatron", "mfu_megatron"),
+               "nemo": ("tflops_per_gpu_nemo", "mfu_nemo")}
 ROW_TIMEOUT_S = 300
 HISTORY_COLUMNS = ["label", "commit", "date", "id", "predicted", "ratio", "state"]
 
@@ -122,8 +126,8 @@ def check_row(r, where, seen):
     if r["bound"] not in ("", "lower"):
         raise BadInput("%s: bound '%s' is not empty or 'lower'" % (where, r["bound"]))
     if q in ("tflops", "mfu") and r["flop_convention"] not in CONVENTIONS:
-        raise BadInput("%s: a %s row needs flop_convention causal or megatron, not '%s'" %
-                       (where, q, r["flop_convention"]))
+        raise BadInput("%s: a %s row needs flop_convention %s, not '%s'" %
+                       (where, q, ", ".join(sorted(CONVENTIONS)), r["flop_convention"]))
     try:
         argv = shlex.split(r["command"])
     except ValueError as e:
@@ -185,11 +189,10 @@ def predict(r, runs):
         return float(x["peak_bytes"]) / div, "", "ok"
     if q == "throughput":
         return float(x["tokens_per_s_per_gpu"]), "", "ok"
+    tflops_col, mfu_col = CONVENTIONS[r["flop_convention"]]
     if q == "tflops":
-        col = "tflops_per_gpu_megatron" if r["flop_convention"] == "megatron" else "tflops_per_gpu"
-        return float(x[col]), "", "ok"
-    col = "mfu_megatron" if r["flop_convention"] == "megatron" else "mfu_causal"
-    return 100.0 * float(x[col]), "", "ok"
+        return float(x[tflops_col]), "", "ok"
+    return 100.0 * float(x[mfu_col]), "", "ok"
 
 
 def run_row(r, cpbench, tmp):

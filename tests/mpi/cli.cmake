@@ -96,7 +96,7 @@ cpb_cli_refusal(model_config_latent_attention "kv_lora_rank = 512, q_lora_rank =
 # MFU under both conventions
 cpb_cli_test(model_config_two_matrix_mlp ${CPB_EXPECT} 0 - "^model: two-matrix MLP \\(up, down. gelu_new\\), embeddings untied, biases: q,k,v,o,mlp,head, LayerNorm x1" --
   ${CPBENCH} run --backend sim --method ulysses --model-config ${CPB_HF}/Phi-2.json --gpus 8 --seq 256K --scope model)
-cpb_cli_test(model_mfu ${CPB_EXPECT} 0 - "MFU of the 989 TFLOP/s peak: [0-9.]+% causal \\([0-9.]+ TFLOP/s\\), [0-9.]+% megatron" --
+cpb_cli_test(model_mfu ${CPB_EXPECT} 0 - "MFU of the 989 TFLOP/s peak: [0-9.]+% causal \\([0-9.]+ TFLOP/s\\), [0-9.]+% megatron \\([0-9.]+ TFLOP/s\\), [0-9.]+% nemo" --
   ${CPBENCH} run --backend sim --method ulysses --model llama3-8b --gpus 8 --seq 1M --scope model)
 # plan: bad input exits 2 before any search
 cpb_cli_refusal(plan_bad_config "num_key_value_heads: expected a divisor of num_attention_heads"

@@ -8,6 +8,7 @@
 
 #include "cpb_method.h"
 #include "cpb_presets.h"
+#include "flops_nemo.h"
 #include "knobs.h"
 #include "measured.h"
 #include "model_scope.h"
@@ -118,6 +119,8 @@ Test(mfu, model_row_carries_both_conventions)
     cr_expect_float_eq(r.tflops_per_gpu_megatron, e->model_flops_megatron / 8 / e->step_s / 1e12, 1e-9);
     cr_expect_float_eq(r.mfu_causal, r.tflops_per_gpu / 989.0, 1e-12);
     cr_expect_float_eq(r.mfu_megatron, r.tflops_per_gpu_megatron / 989.0, 1e-12);
+    cr_expect_float_eq(r.tflops_per_gpu_nemo, e->model_flops_nemo / 8 / e->step_s / 1e12, 1e-9);
+    cr_expect_float_eq(r.mfu_nemo, r.tflops_per_gpu_nemo / 989.0, 1e-12);
     cr_expect(r.mfu_megatron < r.mfu_causal && r.mfu_causal < 1, "%g %g", r.mfu_megatron, r.mfu_causal);
     cr_expect_eq(r.model_layers, 32);
     cr_expect_eq(r.model_params, e->params);
@@ -142,6 +145,51 @@ Test(mfu, layer_row_carries_both_conventions)
     cr_expect_eq(r.peak_tflops, 312.0);
     cr_expect_float_eq(r.tflops_per_gpu, (f + b) / 8 / r.step_s / 1e12, 1e-9);
     cr_expect_float_eq(r.mfu_megatron, cpb_layer_megatron_flops(&p) / 8 / r.step_s / 1e12 / 312.0, 1e-9);
+    cr_expect_float_eq(r.mfu_nemo, cpb_layer_nemo_flops(&p) / 8 / r.step_s / 1e12 / 312.0, 1e-9);
+}
+
+/* convention nemo (flops_nemo.h): NeMo's flops_formulas.py llama2() at v2.3.0rc2,
+ * gbs S L D^2 (12 + 12 G/H + 18 F/D + 12 S/D + 6 V/(L D)), worked by hand for Llama2-7B at
+ * 4096 tokens: L D^2 = 32 x 4096^2 = 536,870,912 and the bracket 12 + 12 + 48.375 + 12 +
+ * 1.46484375 = 85.83984375, so 46,084,915,200 FLOPs per token.  NVIDIA's NeMo 24.03-era
+ * table (NeMo-Framework-Launcher examples/README.md @693244ac) printed 694 model
+ * TFLOP/s/GPU beside 15066 tokens/s/GPU for it: this count gives 694.3, the causal-half
+ * count 645.8, so the table used this one. */
+Test(mfu, nemo_convention_hand_computed)
+{
+    cpb_problem p = preset("llama2-7b", 4096, 8);
+    const cpb_model_spec *sp = cpb_model_spec_find("llama2-7b");
+    cr_assert(sp);
+    const double per_token = 46084915200.0;
+    cr_expect_float_eq(cpb_model_nemo_flops(&p, sp), per_token * 4096, 1e-12 * per_token * 4096);
+    cr_expect_eq((int)(cpb_model_nemo_flops(&p, sp) / 4096 * 15066 / 1e12 + 0.5), 694);
+    double causal, megatron;
+    cpb_model_flops(&p, sp, &causal, &megatron);
+    cr_expect_eq((int)(megatron / 4096 * 15066 / 1e12 + 0.5), 646, "the causal-half count does not give 694");
+    /* H d = D here, so nemo = megatron + the other causal half of the core, 6 L S^2 H d */
+    const double S = 4096, L = 32, H = 32, d = 128;
+    cr_expect_float_eq(cpb_model_nemo_flops(&p, sp) - megatron, 6 * L * S * S * H * d, 1e-9 * megatron);
+    /* one layer's attention part: S D^2 (12 + 12 G/H) + 12 S^2 D */
+    cr_expect_float_eq(cpb_layer_nemo_flops(&p), S * 4096.0 * 4096 * 24 + 12 * S * S * 4096, 1.0);
+}
+
+/* the same formula with GQA and NeMo's later table: Llama3-8B at 8192 tokens, bracket
+ * 12 + 12 x 8/32 + 18 x 14336/4096 + 12 x 2 + 6 x 128256/(32 x 4096) = 107.87109375, NeMo
+ * 24.07's performance_summary.md printed 697 TFLOP/s/GPU beside 12036 tokens/s/GPU; and a
+ * two-matrix MLP counts 6 m F/D = 12 F/D, as flops_formulas.py's nemotron() */
+Test(mfu, nemo_convention_gqa_and_two_matrix_mlp)
+{
+    cpb_problem p = preset("llama3-8b", 8192, 8);
+    const cpb_model_spec *sp = cpb_model_spec_find("llama3-8b");
+    cr_assert(sp);
+    const double want = 8192.0 * 32 * 4096 * 4096 * 107.87109375;
+    cr_expect_float_eq(cpb_model_nemo_flops(&p, sp), want, 1e-12 * want);
+    cr_expect_eq((int)(cpb_model_nemo_flops(&p, sp) / 8192 * 12036 / 1e12 + 0.5), 697);
+    cpb_model_spec two = *sp;
+    two.two_matrix = 1;
+    cr_assert_eq(cpb_model_mlp_matrices(&two), 2);
+    cr_expect_float_eq(cpb_model_nemo_flops(&p, sp) - cpb_model_nemo_flops(&p, &two), 6.0 * 8192 * 4096 * 14336 * 32,
+                       1e-9 * want);
 }
 
 /* a measured row's peak: the profile of the device the cuda backend names, none otherwise */

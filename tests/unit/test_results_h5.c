@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cpb_presets.h"
+#include "flops_nemo.h"
 #include "knobs.h"
 #include "model_config.h"
 #include "point.h"
@@ -340,7 +341,7 @@ Test(results_h5, point_row_names_the_point_and_rates_come_from_the_step)
     cpb_layer_model_flops(&p, &f, &b);
     cr_expect_eq(o.mfu_causal, 0.0);
     o.peak_tflops = 989;
-    cpb_row_rates(&o, f + b, cpb_layer_megatron_flops(&p));
+    cpb_row_rates(&o, f + b, cpb_layer_megatron_flops(&p), cpb_layer_nemo_flops(&p));
     cr_expect_float_eq(o.tokens_per_s, (double)p.S / 2.0, 1e-9);
     cr_expect_float_eq(o.tokens_per_s_per_gpu, (double)p.S / 16.0, 1e-9);
     cr_expect_float_eq(o.tflops_per_gpu, (f + b) / 8 / 2.0 / 1e12, 1e-12);
@@ -357,7 +358,7 @@ Test(results_h5, point_row_names_the_point_and_rates_come_from_the_step)
     cr_expect_str_eq(o.model_bias, "");
     cr_expect_str_eq(o.model_norm, "rmsnorm x2");
     o.step_s = 0;
-    cpb_row_rates(&o, f + b, cpb_layer_megatron_flops(&p));
+    cpb_row_rates(&o, f + b, cpb_layer_megatron_flops(&p), cpb_layer_nemo_flops(&p));
     cr_expect_eq(o.tokens_per_s, 0.0, "no step time, no rates");
     cr_expect_eq(o.mfu_megatron, 0.0, "no step time, no MFU");
     cpb_row_set_status(&o, CPB_ERR_OOM, "needs 96 GiB");
