@@ -95,8 +95,12 @@ void cpb_model_estimate_print(FILE *f, const cpb_model_estimate *e)
         return;
     }
     fprintf(f, "time per step (predicted, seconds):\n");
+    /* the recompute term is what attn_layer_s adds for it (model_scope.c timing()): the whole
+     * forward under full checkpointing, the attention core under selective, nothing under none */
+    const double B = e->setup.micro_batch > 0 ? e->setup.micro_batch : 1;
+    const double recompute_s = (e->attn_layer_s - e->lora_attn_s) / B - e->attn.fwd_s - e->attn.bwd_s;
     fprintf(f, "  per layer: attention %s s (fwd %s + recompute %s + bwd %s", sec(e->attn_layer_s), sec(e->attn.fwd_s),
-            sec(e->attn.fwd_s), sec(e->attn.bwd_s));
+            sec(recompute_s > 0 ? recompute_s : 0), sec(e->attn.bwd_s));
     if (e->setup.lora_rank > 0)
         fprintf(f, " %s LoRA %s: adapters less the frozen projections' weight gradients, an estimate",
                 e->lora_attn_s < 0 ? "-" : "+", sec(e->lora_attn_s < 0 ? -e->lora_attn_s : e->lora_attn_s));
