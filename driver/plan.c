@@ -17,6 +17,11 @@
 
 #define MAX_VALUES 32       /* candidate values of one knob */
 #define MAX_COMBOS 4096     /* knob combinations of one method */
+/* from this many ranks a candidate's bound is tightened by a second rank before its point
+ * in full (refine): that costs two ranks' traces, a point in full records at least C + P
+ * (auto, up to 64 ranks) or 2P + 8 (sim_layer.h, P the ranks of a period: 8 or more), so
+ * from 16 ranks the refinement costs at most an eighth of the point it may save */
+#define CPB_PLAN_REFINE_MIN_RANKS 16
 
 const char *cpb_plan_bound_name(int bound)
 {
@@ -69,6 +74,11 @@ static int eval_point(const cpb_plan_opts *o, const cpb_method *m, const cpb_pro
     CPB_TRY(cpb_sim_profile(&o->sim, p, &prof, err, err_len));
     cpb_sim_opts sim = o->sim;
     sim.memory_only = memory_only;
+    /* a probe decides memory (and bounds the speed): the stream-race check, a check of the
+     * schedule's ordering that the memory does not depend on, is left to the points
+     * simulated in full (every row kept is one; `cpbench verify` and the unit tests check
+     * every method's schedule).  It was half of a probe's time. */
+    if (memory_only) sim.no_race_check = 1;
     c->cap = o->sim.mem_cap > 0 ? o->sim.mem_cap : cpb_gpu_profile_usable(&prof);
     c->cap_host = o->sim.host_mem_cap > 0 ? o->sim.host_mem_cap : cpb_gpu_profile_host_per_gpu(&prof);
     c->need = c->need_host = 0;
@@ -101,6 +111,7 @@ static int eval_point(const cpb_plan_opts *o, const cpb_method *m, const cpb_pro
             static cpb_row full;
             cpb_sim_opts so = o->sim;
             so.memory_only = 1;
+            so.no_race_check = 1;
             so.mem_cap = so.host_mem_cap = (int64_t)1 << 60;
             if (cpb_sim_layer(p, m, &so, &full) == CPB_OK && full.code == CPB_OK) {
                 c->need = full.peak_bytes;
@@ -410,6 +421,32 @@ static int prunable(const cpb_plan *pl, int i, const char *done)
     return beaten >= 2;
 }
 
+/* Candidate i's bound again from two ranks, rank 0 and the last (cpb_sim_opts.memory_only
+ * 2: the larger of their bounds, each a bound of the step): where ranks differ in their work
+ * (a contiguous ring) rank 0's alone is loose.  Its memory is the probe's (the same
+ * allocations, checked); *kept 1 when the row is now the tighter bound, 0 when it is no
+ * tighter (or the last rank failed: the point in full says how). */
+static int refine(search *s, int i, int *kept)
+{
+    cpb_plan_cand *c = &s->pl->c[i];
+    static cpb_plan_cand r;
+    r = *c;
+    r.probes = 0;
+    *kept = 0;
+    CPB_TRY(eval_point(s->o, c->m, &c->p, &r, 2, s->err, s->err_len));
+    c->probes += r.probes;
+    s->pl->probes += r.probes;
+    if (!r.fits || r.need != c->need || r.need_host != c->need_host ||
+        !(r.row.tokens_per_s_per_gpu < c->row.tokens_per_s_per_gpu))
+        return CPB_OK;
+    c->row = r.row;
+    c->bound = r.bound;
+    c->bound_share = r.bound_share;
+    c->bound_detail = r.bound_detail;
+    *kept = 1;
+    return CPB_OK;
+}
+
 /* The search, pruned (plan_opts.no_prune unset): every candidate's memory and an upper
  * bound on its speed from rank 0 alone (a probe; with --max-context, its bisection by
  * probes and the probe at the length kept); those that fit are simulated in full, the most
@@ -419,9 +456,9 @@ static int run_pruned(search *s)
     const cpb_plan_opts *o = s->o;
     cpb_plan *pl = s->pl;
     int *idx = malloc(sizeof(int) * (size_t)(pl->n > 0 ? pl->n : 1));
-    char *done = calloc((size_t)(pl->n > 0 ? pl->n : 1), 1);
-    if (!idx || !done) {
-        free(idx), free(done);
+    char *done = calloc((size_t)(pl->n > 0 ? pl->n : 1), 1), *refined = calloc((size_t)(pl->n > 0 ? pl->n : 1), 1);
+    if (!idx || !done || !refined) {
+        free(idx), free(done), free(refined);
         snprintf(s->err, s->err_len, "plan: out of host memory for %d candidates", pl->n);
         return CPB_ERR_NOMEM_HOST;
     }
@@ -454,6 +491,23 @@ static int run_pruned(search *s)
             pl->pruned++;
             continue;
         }
+        if (!o->every_row && !refined[i] && c->p.C >= CPB_PLAN_REFINE_MIN_RANKS) {
+            /* before a point in full, the tighter bound of two ranks (rank 0 and the last,
+             * cpb_sim_opts.memory_only 2): back in the queue where it puts the candidate,
+             * it may be pruned there */
+            refined[i] = 1;
+            int kb = 0;
+            rc = refine(s, i, &kb);
+            if (rc != CPB_OK) break;
+            if (kb) {
+                const double ub = c->row.tokens_per_s_per_gpu;
+                int j = k;
+                for (; j + 1 < nfit && pl->c[idx[j + 1]].row.tokens_per_s_per_gpu > ub; j++) idx[j] = idx[j + 1];
+                idx[j] = i;
+                k--; /* the queue's next one, or this one again at its new place */
+                continue;
+            }
+        }
         if (o->progress) o->progress(o->progress_ctx, ndone++, pl->n, pl->points, c->m->name);
         /* its length (with --max-context the longest kept) in full */
         cpb_problem q = c->p;
@@ -467,6 +521,7 @@ static int run_pruned(search *s)
     }
     free(idx);
     free(done);
+    free(refined);
     return rc;
 }
 
