@@ -165,3 +165,21 @@ Test(plan_prune, max_context_layer_scope_mha_odd_world)
     o.sim.mem_cap = (int64_t)16 << 30;
     same_plan(o, 1);
 }
+
+Test(plan_prune, fixed_length_layer_scope_16_ranks_two_rank_bound)
+{
+    /* 16 ranks (CPB_PLAN_REFINE_MIN_RANKS): a candidate's bound is tightened by the last
+     * rank before its point in full; a contiguous ring's rank 0 does the least attention,
+     * so its bound from rank 0 alone is loose (test_sim_bound.c) */
+    cpb_plan_opts o = opts("llama3-8b", 16, 16 * 2 * 32768, "layer", "ring,ulysses");
+    same_plan(o, 0);
+    static cpb_plan a;
+    char err[1024] = "";
+    cr_assert_eq(cpb_plan_search(&o, &a, err, sizeof err), CPB_OK, "%s", err);
+    cr_expect_gt(a.probes, a.n, "some candidates' bounds were tightened by a second probe (%d probes, %d candidates)",
+                 a.probes, a.n);
+    int contiguous_pruned = 0;
+    for (int i = 0; i < a.n; i++) contiguous_pruned += a.c[i].pruned && strstr(a.c[i].knobs, "contiguous") != NULL;
+    cr_expect_gt(contiguous_pruned, 0, "a contiguous ring is pruned by its tighter bound");
+    cpb_plan_free(&a);
+}
