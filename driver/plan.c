@@ -326,6 +326,140 @@ int cpb_plan_method_listed(const char *methods, const char *name)
     return 0;
 }
 
+/* ---------------------------------------------------------------- --max-context, pruned */
+
+/* A length's outcome for the bisection (the sweep's statuses): fits with the floor's
+ * headroom (OK), does not (OOM, under the floor included), or failed (ERROR) */
+static cpb_point_status len_status(const cpb_plan_opts *o, const cpb_plan_cand *c)
+{
+    if (!c->fits) return c->bound == CPB_BOUND_ERROR ? CPB_POINT_ERROR : CPB_POINT_OOM;
+    return cpb_plan_headroom(c) < o->min_headroom ? CPB_POINT_OOM : CPB_POINT_OK;
+}
+
+/* The probes of one candidate's lengths (memory only), kept: the bisection's points are
+ * asked of them, and of what they imply.  The sweep's own rule (sweep.c: memory grows with
+ * S, so a length longer than one that does not fit does not fit either) makes every length
+ * up to one that fits with the floor's headroom fit with it, and every length from one that
+ * does not fit not fit: the bisection then runs its course on probes at two or three
+ * lengths near its end, and the lengths it keeps (the longest that fits, the shortest that
+ * does not) are probed (the same probe, the same row) */
+#define LEN_MEMO 48
+typedef struct len_memo {
+    int n;
+    int64_t S[LEN_MEMO];
+    cpb_plan_cand c[LEN_MEMO];
+    int64_t ok, bad;          /* the longest probed length that fits with the headroom, the
+                                 shortest that does not (0: none) */
+} len_memo;
+
+static int len_accepted(const search *s, int i, int64_t S, cpb_problem *q)
+{
+    const cpb_plan_cand *c = &s->pl->c[i];
+    char why[512];
+    *q = c->p;
+    q->S = S;
+    return cpb_knobs_apply(c->m, &s->combos[i], q, why, sizeof why) == CPB_OK &&
+           cpb_tp_check(c->m, q, why, sizeof why) == CPB_OK;
+}
+
+/* the probe at an accepted length (q), once */
+static int len_probe(search *s, int i, len_memo *lm, const cpb_problem *q, const cpb_plan_cand **out)
+{
+    for (int k = 0; k < lm->n; k++)
+        if (lm->S[k] == q->S) return *out = &lm->c[k], CPB_OK;
+    static cpb_plan_cand spare;
+    cpb_plan_cand *cur = lm->n < LEN_MEMO ? &lm->c[lm->n] : &spare;
+    *cur = s->pl->c[i];
+    cur->points = cur->probes = 0;
+    CPB_TRY(eval_point(s->o, cur->m, q, cur, 1, s->err, s->err_len));
+    if (cur != &spare) lm->S[lm->n++] = q->S;
+    cpb_point_status ps = len_status(s->o, cur);
+    if (ps == CPB_POINT_OK && q->S > lm->ok) lm->ok = q->S;
+    if (ps == CPB_POINT_OOM && (!lm->bad || q->S < lm->bad)) lm->bad = q->S;
+    *out = cur;
+    return CPB_OK;
+}
+
+/* what the probes imply at S: OK, OOM, or 0 (unknown) */
+static cpb_point_status len_implied(const len_memo *lm, int64_t S)
+{
+    if (lm->ok && S <= lm->ok) return CPB_POINT_OK;
+    if (lm->bad && S >= lm->bad) return CPB_POINT_OOM;
+    return 0;
+}
+
+/* the length at which a linear need (a at Sa, b at Sb) reaches limit; 0 when it does not
+ * rise between them */
+static double crossing(double Sa, double a, double Sb, double b, double limit)
+{
+    if (!(b > a) || Sb <= Sa) return 0;
+    return Sa + (limit - a) * (Sb - Sa) / (b - a);
+}
+
+/* the sweep of plan sp run with the outcome "fits up to g" (no probe): its last fitting
+ * and first failing points (0: none) */
+static void sweep_path(const cpb_sweep_plan *sp, int64_t g, int64_t *lo, int64_t *hi)
+{
+    cpb_sweep_state st;
+    cpb_sweep_begin(&st, sp);
+    *lo = *hi = 0;
+    for (int64_t S; (S = cpb_sweep_next(&st)) > 0;) {
+        const int ok = S <= g;
+        if (ok && S > *lo) *lo = S;
+        if (!ok && (!*hi || S < *hi)) *hi = S;
+        cpb_sweep_report(&st, S, ok ? CPB_POINT_OK : CPB_POINT_OOM);
+    }
+}
+
+/* Probes that bracket the candidate's longest length before the bisection asks for it:
+ * the shortest and the longest length of the range, then where the need, linear in S
+ * between the nearest probes that fit and do not, reaches the usable memory less the floor
+ * (device) or the host's: the bisection's last two points for that length are probed; a
+ * second guess when the first missed.  A guess only saves probes: what the bisection
+ * decides is read from probes and their implications (len_implied) alone. */
+static int len_bracket(search *s, int i, const cpb_sweep_plan *sp, len_memo *lm)
+{
+    const cpb_plan_opts *o = s->o;
+    cpb_problem q;
+    const cpb_plan_cand *a, *b;
+    int64_t lo, hi;
+    sweep_path(sp, 0, &lo, &hi); /* the first point the sweep asks */
+    if (!hi || !len_accepted(s, i, hi, &q)) return CPB_OK;
+    CPB_TRY(len_probe(s, i, lm, &q, &a));
+    if (len_status(o, a) != CPB_POINT_OK) return CPB_OK;
+    sweep_path(sp, INT64_MAX, &lo, &hi); /* the last growth point */
+    if (!lo || !len_accepted(s, i, lo, &q)) return CPB_OK;
+    CPB_TRY(len_probe(s, i, lm, &q, &b));
+    for (int round = 0; round < 2 && lm->ok && lm->bad; round++) {
+        /* the nearest probes that fit and do not */
+        const cpb_plan_cand *f = NULL, *n = NULL;
+        for (int k = 0; k < lm->n; k++) {
+            if (lm->S[k] == lm->ok) f = &lm->c[k];
+            if (lm->S[k] == lm->bad) n = &lm->c[k];
+        }
+        if (!f || !n) break;
+        const double Sa = (double)lm->ok, Sb = (double)lm->bad;
+        double g = Sb;
+        double gd = crossing(Sa, (double)f->need, Sb, (double)n->need, (double)n->cap * (1.0 - o->min_headroom));
+        double gh = crossing(Sa, (double)f->need_host, Sb, (double)n->need_host, (double)n->cap_host);
+        if (gd > 0 && gd < g) g = gd;
+        if (gh > 0 && gh < g) g = gh;
+        if (!(g > Sa)) g = Sa;
+        sweep_path(sp, (int64_t)g, &lo, &hi);
+        /* the bisection's two last points for that guess, each unless implied */
+        const int64_t want[2] = {lo, hi};
+        int probed = 0;
+        for (int k = 0; k < 2; k++) {
+            if (!want[k] || len_implied(lm, want[k]) || !len_accepted(s, i, want[k], &q)) continue;
+            CPB_TRY(len_probe(s, i, lm, &q, &a));
+            probed++;
+            if (len_status(o, a) == CPB_POINT_ERROR) return CPB_OK;
+        }
+        if (!probed) break;
+    }
+    return CPB_OK;
+}
+
 static int run_candidate(search *s, int i)
 {
     const cpb_plan_opts *o = s->o;
@@ -342,44 +476,70 @@ static int run_candidate(search *s, int i)
     sp.end_at_stop = 1; /* the longest fitting length in [start, stop]: stop itself is tried */
     sp.granule = cpb_sweep_granule(m, &c->p, sp.start, sp.stop);
     if (cpb_sweep_plan_check(&sp, s->err, s->err_len) != CPB_OK) return CPB_ERR_INVALID;
+    /* pruned, the lengths are probes (memory only), bracketed first (len_bracket) */
+    static len_memo lm;
+    lm.n = 0;
+    lm.ok = lm.bad = 0;
+    const int infer = !o->no_prune;
+    if (infer) CPB_TRY(len_bracket(s, i, &sp, &lm));
     cpb_sweep_state st;
     cpb_sweep_begin(&st, &sp);
     static cpb_plan_cand cur, best, first, low;
     int have_best = 0, have_first = 0, have_low = 0, points = 0, probes = 0;
+    int64_t best_S = 0, oom_S = 0;  /* the longest length that fits with the headroom, the shortest that does not */
+    int oom_implied = 0, limit = c->limit;
     for (int64_t S; (S = cpb_sweep_next(&st)) > 0;) {
-        cpb_problem q = c->p;
-        q.S = S;
-        char why[512];
+        cpb_problem q;
         cpb_point_status ps;
-        if (cpb_knobs_apply(m, &s->combos[i], &q, why, sizeof why) != CPB_OK || cpb_tp_check(m, &q, why, sizeof why) != CPB_OK) {
+        if (!len_accepted(s, i, S, &q)) {
             ps = CPB_POINT_REFUSED;
+        } else if (infer && have_first && len_implied(&lm, S)) {
+            /* decided by the probes (len_memo): the lengths kept are probed below */
+            ps = len_implied(&lm, S);
+            if (ps == CPB_POINT_OK && S > best_S) best_S = S;
+            if (ps == CPB_POINT_OOM && (!oom_S || S < oom_S)) oom_S = S, oom_implied = 1;
         } else {
-            cur = *c;
-            cur.points = cur.probes = 0;
-            /* a length is decided by memory alone (fits, with the floor's headroom, or not):
-             * pruned, rank 0 decides it and only the length kept is simulated in full */
-            CPB_TRY(eval_point(o, m, &q, &cur, !o->no_prune, s->err, s->err_len));
-            points += cur.points;
-            probes += cur.probes;
-            ps = cur.fits ? CPB_POINT_OK : cur.bound == CPB_BOUND_ERROR ? CPB_POINT_ERROR : CPB_POINT_OOM;
+            if (infer) {
+                const cpb_plan_cand *pc;
+                CPB_TRY(len_probe(s, i, &lm, &q, &pc));
+                cur = *pc;
+            } else {
+                cur = *c;
+                cur.points = cur.probes = 0;
+                CPB_TRY(eval_point(o, m, &q, &cur, 0, s->err, s->err_len));
+                points += cur.points;
+                probes += cur.probes;
+            }
+            ps = len_status(o, &cur);
             /* under the headroom floor: listed at its longest such length, but the bisection
              * looks for the longest length with the floor's headroom (plan.h) */
-            int under = ps == CPB_POINT_OK && cpb_plan_headroom(&cur) < o->min_headroom;
-            if (under) {
-                if (!have_low || S > low.p.S) low = cur, have_low = 1;
-                ps = CPB_POINT_OOM;
-            }
-            if (ps == CPB_POINT_OK && (!have_best || S > best.p.S)) best = cur, have_best = 1;
+            const int under = cur.fits && ps == CPB_POINT_OOM;
+            if (under && (!have_low || S > low.p.S)) low = cur, have_low = 1;
+            if (ps == CPB_POINT_OK && S > best_S) best = cur, have_best = 1, best_S = S;
             if (!have_first || ps == CPB_POINT_ERROR) first = cur, have_first = 1;
-            if (ps == CPB_POINT_OOM && (!c->first_oom || S < c->first_oom))
-                c->first_oom = S, c->limit = under ? CPB_BOUND_FLOOR : cur.bound;
+            if (ps == CPB_POINT_OOM && (!oom_S || S < oom_S))
+                oom_S = S, oom_implied = 0, limit = under ? CPB_BOUND_FLOOR : cur.bound;
             if (o->progress) o->progress(o->progress_ctx, i, s->pl->n, s->pl->points + points, m->name);
             if (ps == CPB_POINT_ERROR) break;
         }
         cpb_sweep_report(&st, S, ps);
     }
-    int64_t first_oom = c->first_oom;
-    int limit = c->limit;
+    /* the lengths kept, where implied: their probes (the ones the sweep would have made) */
+    cpb_problem q;
+    const cpb_plan_cand *pc;
+    if (best_S && (!have_best || best.p.S != best_S) && len_accepted(s, i, best_S, &q)) {
+        CPB_TRY(len_probe(s, i, &lm, &q, &pc));
+        best = *pc, have_best = 1;
+    }
+    if (oom_implied && len_accepted(s, i, oom_S, &q)) {
+        CPB_TRY(len_probe(s, i, &lm, &q, &pc));
+        limit = pc->fits ? CPB_BOUND_FLOOR : pc->bound;
+    }
+    for (int k = 0; infer && k < lm.n; k++) {
+        points += lm.c[k].points;
+        probes += lm.c[k].probes;
+    }
+    const int64_t first_oom = oom_S;
     if (have_first && first.bound == CPB_BOUND_ERROR) *c = first;
     else if (have_best) *c = best, c->max_seq = best.p.S;
     else if (have_low) *c = low, c->max_seq = low.p.S; /* fits only under the floor */
