@@ -380,12 +380,12 @@ static int len_probe(search *s, int i, len_memo *lm, const cpb_problem *q, const
     return CPB_OK;
 }
 
-/* what the probes imply at S: OK, OOM, or 0 (unknown) */
-static cpb_point_status len_implied(const len_memo *lm, int64_t S)
+/* what the probes imply at S: CPB_POINT_OK, CPB_POINT_OOM, or -1 (nothing) */
+static int len_implied(const len_memo *lm, int64_t S)
 {
     if (lm->ok && S <= lm->ok) return CPB_POINT_OK;
     if (lm->bad && S >= lm->bad) return CPB_POINT_OOM;
-    return 0;
+    return -1;
 }
 
 /* the length at which a linear need (a at Sa, b at Sb) reaches limit; 0 when it does not
@@ -450,7 +450,7 @@ static int len_bracket(search *s, int i, const cpb_sweep_plan *sp, len_memo *lm)
         const int64_t want[2] = {lo, hi};
         int probed = 0;
         for (int k = 0; k < 2; k++) {
-            if (!want[k] || len_implied(lm, want[k]) || !len_accepted(s, i, want[k], &q)) continue;
+            if (!want[k] || len_implied(lm, want[k]) >= 0 || !len_accepted(s, i, want[k], &q)) continue;
             CPB_TRY(len_probe(s, i, lm, &q, &a));
             probed++;
             if (len_status(o, a) == CPB_POINT_ERROR) return CPB_OK;
@@ -493,9 +493,9 @@ static int run_candidate(search *s, int i)
         cpb_point_status ps;
         if (!len_accepted(s, i, S, &q)) {
             ps = CPB_POINT_REFUSED;
-        } else if (infer && have_first && len_implied(&lm, S)) {
+        } else if (infer && have_first && len_implied(&lm, S) >= 0) {
             /* decided by the probes (len_memo): the lengths kept are probed below */
-            ps = len_implied(&lm, S);
+            ps = (cpb_point_status)len_implied(&lm, S);
             if (ps == CPB_POINT_OK && S > best_S) best_S = S;
             if (ps == CPB_POINT_OOM && (!oom_S || S < oom_S)) oom_S = S, oom_implied = 1;
         } else {
