@@ -570,15 +570,28 @@ static int prunable(const cpb_plan *pl, int i, const char *done)
     const cpb_plan_cand *c = &pl->c[i];
     const int uncal = cpb_plan_row_uncalibrated(&c->row);
     const double ub = c->row.tokens_per_s_per_gpu, tie = pl->tie > 0 ? pl->tie : CPB_PLAN_TIE, hc = cpb_plan_headroom(c);
-    int beaten = 0;
-    for (int j = 0; j < pl->n && beaten < 2; j++) {
+    /* an uncalibrated one, once a calibrated one simulated in full is eligible (fits with
+     * the floor's headroom): the recommendation is calibrated (plan.h), so it is neither the
+     * recommendation, tied, nor the runner-up (each of the recommendation's kind); what is
+     * left, the fastest, the roomiest and the frontier, take any kind, and one candidate of
+     * any kind that dominates it rules each out */
+    int cal_eligible = 0;
+    for (int j = 0; uncal && j < pl->n && !cal_eligible; j++) {
         const cpb_plan_cand *d = &pl->c[j];
-        if (!done[j] || !d->fits || cpb_plan_row_uncalibrated(&d->row) != uncal || d->max_seq < c->max_seq) continue;
+        cal_eligible = done[j] && d->fits && !cpb_plan_row_uncalibrated(&d->row) &&
+                       !(cpb_plan_headroom(d) < pl->min_headroom);
+    }
+    const int need = cal_eligible ? 1 : 2;
+    int beaten = 0;
+    for (int j = 0; j < pl->n && beaten < need; j++) {
+        const cpb_plan_cand *d = &pl->c[j];
+        if (!done[j] || !d->fits || d->max_seq < c->max_seq) continue;
+        if (!cal_eligible && cpb_plan_row_uncalibrated(&d->row) != uncal) continue;
         const double hd = cpb_plan_headroom(d);
         if (hd < hc || (hd == hc && j > i)) continue;
         if (d->row.tokens_per_s_per_gpu * (1.0 - tie) > ub) beaten++;
     }
-    return beaten >= 2;
+    return beaten >= need;
 }
 
 /* Candidate i's bound again from two ranks, rank 0 and the last (cpb_sim_opts.memory_only
