@@ -564,7 +564,8 @@ static int run_candidate(search *s, int i)
  * than its bound by more than the tie.  Then it is not the recommendation nor tied with it
  * (an eligible one of its kind that reaches as far is that much faster), not the runner-up
  * (two eligible ones rank before it), not the fastest, the roomiest or on the frontier
- * (each of the two dominates it: what it would dominate, they do too). */
+ * (each of the two dominates it: what it would dominate, they do too).  An uncalibrated
+ * one needs a single candidate of any kind once a calibrated one is eligible (below). */
 static int prunable(const cpb_plan *pl, int i, const char *done)
 {
     const cpb_plan_cand *c = &pl->c[i];
