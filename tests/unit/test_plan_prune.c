@@ -214,3 +214,24 @@ Test(plan_prune, uncalibrated_pruned_by_one_of_any_kind_once_a_calibrated_one_is
     cr_expect_gt(by_one, 0, "an uncalibrated candidate pruned by the rule for its kind");
     cpb_plan_free(&a);
 }
+
+Test(plan_prune, max_context_lengths_bracketed_and_implied)
+{
+    /* a wide range (1M to 64M by 1M: 7 growth points and up to 5 bisection steps): the
+     * lengths are bracketed and implied (plan.c, len_bracket), the plan is the one every
+     * length simulated in full gives, in fewer probes than the sweep's path alone */
+    cpb_plan_opts o = opts("llama3-8b", 8, 0, "model", "ulysses,upipe");
+    o.max_context = 1;
+    o.seq_start = 1 << 20;
+    o.seq_stop = 64 << 20;
+    o.bisect = 1 << 20;
+    same_plan(o, 1);
+    static cpb_plan a;
+    char err[1024] = "";
+    cr_assert_eq(cpb_plan_search(&o, &a, err, sizeof err), CPB_OK, "%s", err);
+    int found = 0;
+    for (int i = 0; i < a.n; i++) found += a.c[i].max_seq > 0;
+    cr_expect_gt(found, 0, "some candidate fits a length");
+    cr_expect_lt(a.probes, 7 * a.n, "%d probes for %d candidates", a.probes, a.n);
+    cpb_plan_free(&a);
+}
