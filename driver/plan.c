@@ -17,6 +17,11 @@
 
 #define MAX_VALUES 32       /* candidate values of one knob */
 #define MAX_COMBOS 4096     /* knob combinations of one method */
+/* from this many ranks a candidate's bound is tightened by a second rank before its point
+ * in full (refine): that costs two ranks' traces, a point in full records at least C + P
+ * (auto, up to 64 ranks) or 2P + 8 (sim_layer.h, P the ranks of a period: 8 or more), so
+ * from 16 ranks the refinement costs at most an eighth of the point it may save */
+#define CPB_PLAN_REFINE_MIN_RANKS 16
 
 const char *cpb_plan_bound_name(int bound)
 {
@@ -69,6 +74,11 @@ static int eval_point(const cpb_plan_opts *o, const cpb_method *m, const cpb_pro
     CPB_TRY(cpb_sim_profile(&o->sim, p, &prof, err, err_len));
     cpb_sim_opts sim = o->sim;
     sim.memory_only = memory_only;
+    /* a probe decides memory (and bounds the speed): the stream-race check, a check of the
+     * schedule's ordering that the memory does not depend on, is left to the points
+     * simulated in full (every row kept is one; `cpbench verify` and the unit tests check
+     * every method's schedule).  It was half of a probe's time. */
+    if (memory_only) sim.no_race_check = 1;
     c->cap = o->sim.mem_cap > 0 ? o->sim.mem_cap : cpb_gpu_profile_usable(&prof);
     c->cap_host = o->sim.host_mem_cap > 0 ? o->sim.host_mem_cap : cpb_gpu_profile_host_per_gpu(&prof);
     c->need = c->need_host = 0;
@@ -101,6 +111,7 @@ static int eval_point(const cpb_plan_opts *o, const cpb_method *m, const cpb_pro
             static cpb_row full;
             cpb_sim_opts so = o->sim;
             so.memory_only = 1;
+            so.no_race_check = 1;
             so.mem_cap = so.host_mem_cap = (int64_t)1 << 60;
             if (cpb_sim_layer(p, m, &so, &full) == CPB_OK && full.code == CPB_OK) {
                 c->need = full.peak_bytes;
@@ -315,6 +326,140 @@ int cpb_plan_method_listed(const char *methods, const char *name)
     return 0;
 }
 
+/* ---------------------------------------------------------------- --max-context, pruned */
+
+/* A length's outcome for the bisection (the sweep's statuses): fits with the floor's
+ * headroom (OK), does not (OOM, under the floor included), or failed (ERROR) */
+static cpb_point_status len_status(const cpb_plan_opts *o, const cpb_plan_cand *c)
+{
+    if (!c->fits) return c->bound == CPB_BOUND_ERROR ? CPB_POINT_ERROR : CPB_POINT_OOM;
+    return cpb_plan_headroom(c) < o->min_headroom ? CPB_POINT_OOM : CPB_POINT_OK;
+}
+
+/* The probes of one candidate's lengths (memory only), kept: the bisection's points are
+ * asked of them, and of what they imply.  The sweep's own rule (sweep.c: memory grows with
+ * S, so a length longer than one that does not fit does not fit either) makes every length
+ * up to one that fits with the floor's headroom fit with it, and every length from one that
+ * does not fit not fit: the bisection then runs its course on probes at two or three
+ * lengths near its end, and the lengths it keeps (the longest that fits, the shortest that
+ * does not) are probed (the same probe, the same row) */
+#define LEN_MEMO 48
+typedef struct len_memo {
+    int n;
+    int64_t S[LEN_MEMO];
+    cpb_plan_cand c[LEN_MEMO];
+    int64_t ok, bad;          /* the longest probed length that fits with the headroom, the
+                                 shortest that does not (0: none) */
+} len_memo;
+
+static int len_accepted(const search *s, int i, int64_t S, cpb_problem *q)
+{
+    const cpb_plan_cand *c = &s->pl->c[i];
+    char why[512];
+    *q = c->p;
+    q->S = S;
+    return cpb_knobs_apply(c->m, &s->combos[i], q, why, sizeof why) == CPB_OK &&
+           cpb_tp_check(c->m, q, why, sizeof why) == CPB_OK;
+}
+
+/* the probe at an accepted length (q), once */
+static int len_probe(search *s, int i, len_memo *lm, const cpb_problem *q, const cpb_plan_cand **out)
+{
+    for (int k = 0; k < lm->n; k++)
+        if (lm->S[k] == q->S) return *out = &lm->c[k], CPB_OK;
+    static cpb_plan_cand spare;
+    cpb_plan_cand *cur = lm->n < LEN_MEMO ? &lm->c[lm->n] : &spare;
+    *cur = s->pl->c[i];
+    cur->points = cur->probes = 0;
+    CPB_TRY(eval_point(s->o, cur->m, q, cur, 1, s->err, s->err_len));
+    if (cur != &spare) lm->S[lm->n++] = q->S;
+    cpb_point_status ps = len_status(s->o, cur);
+    if (ps == CPB_POINT_OK && q->S > lm->ok) lm->ok = q->S;
+    if (ps == CPB_POINT_OOM && (!lm->bad || q->S < lm->bad)) lm->bad = q->S;
+    *out = cur;
+    return CPB_OK;
+}
+
+/* what the probes imply at S: CPB_POINT_OK, CPB_POINT_OOM, or -1 (nothing) */
+static int len_implied(const len_memo *lm, int64_t S)
+{
+    if (lm->ok && S <= lm->ok) return CPB_POINT_OK;
+    if (lm->bad && S >= lm->bad) return CPB_POINT_OOM;
+    return -1;
+}
+
+/* the length at which a linear need (a at Sa, b at Sb) reaches limit; 0 when it does not
+ * rise between them */
+static double crossing(double Sa, double a, double Sb, double b, double limit)
+{
+    if (!(b > a) || Sb <= Sa) return 0;
+    return Sa + (limit - a) * (Sb - Sa) / (b - a);
+}
+
+/* the sweep of plan sp run with the outcome "fits up to g" (no probe): its last fitting
+ * and first failing points (0: none) */
+static void sweep_path(const cpb_sweep_plan *sp, int64_t g, int64_t *lo, int64_t *hi)
+{
+    cpb_sweep_state st;
+    cpb_sweep_begin(&st, sp);
+    *lo = *hi = 0;
+    for (int64_t S; (S = cpb_sweep_next(&st)) > 0;) {
+        const int ok = S <= g;
+        if (ok && S > *lo) *lo = S;
+        if (!ok && (!*hi || S < *hi)) *hi = S;
+        cpb_sweep_report(&st, S, ok ? CPB_POINT_OK : CPB_POINT_OOM);
+    }
+}
+
+/* Probes that bracket the candidate's longest length before the bisection asks for it:
+ * the shortest and the longest length of the range, then where the need, linear in S
+ * between the nearest probes that fit and do not, reaches the usable memory less the floor
+ * (device) or the host's: the bisection's last two points for that length are probed; a
+ * second guess when the first missed.  A guess only saves probes: what the bisection
+ * decides is read from probes and their implications (len_implied) alone. */
+static int len_bracket(search *s, int i, const cpb_sweep_plan *sp, len_memo *lm)
+{
+    const cpb_plan_opts *o = s->o;
+    cpb_problem q;
+    const cpb_plan_cand *a, *b;
+    int64_t lo, hi;
+    sweep_path(sp, 0, &lo, &hi); /* the first point the sweep asks */
+    if (!hi || !len_accepted(s, i, hi, &q)) return CPB_OK;
+    CPB_TRY(len_probe(s, i, lm, &q, &a));
+    if (len_status(o, a) != CPB_POINT_OK) return CPB_OK;
+    sweep_path(sp, INT64_MAX, &lo, &hi); /* the last growth point */
+    if (!lo || !len_accepted(s, i, lo, &q)) return CPB_OK;
+    CPB_TRY(len_probe(s, i, lm, &q, &b));
+    for (int round = 0; round < 2 && lm->ok && lm->bad; round++) {
+        /* the nearest probes that fit and do not */
+        const cpb_plan_cand *f = NULL, *n = NULL;
+        for (int k = 0; k < lm->n; k++) {
+            if (lm->S[k] == lm->ok) f = &lm->c[k];
+            if (lm->S[k] == lm->bad) n = &lm->c[k];
+        }
+        if (!f || !n) break;
+        const double Sa = (double)lm->ok, Sb = (double)lm->bad;
+        double g = Sb;
+        double gd = crossing(Sa, (double)f->need, Sb, (double)n->need, (double)n->cap * (1.0 - o->min_headroom));
+        double gh = crossing(Sa, (double)f->need_host, Sb, (double)n->need_host, (double)n->cap_host);
+        if (gd > 0 && gd < g) g = gd;
+        if (gh > 0 && gh < g) g = gh;
+        if (!(g > Sa)) g = Sa;
+        sweep_path(sp, (int64_t)g, &lo, &hi);
+        /* the bisection's two last points for that guess, each unless implied */
+        const int64_t want[2] = {lo, hi};
+        int probed = 0;
+        for (int k = 0; k < 2; k++) {
+            if (!want[k] || len_implied(lm, want[k]) >= 0 || !len_accepted(s, i, want[k], &q)) continue;
+            CPB_TRY(len_probe(s, i, lm, &q, &a));
+            probed++;
+            if (len_status(o, a) == CPB_POINT_ERROR) return CPB_OK;
+        }
+        if (!probed) break;
+    }
+    return CPB_OK;
+}
+
 static int run_candidate(search *s, int i)
 {
     const cpb_plan_opts *o = s->o;
@@ -331,44 +476,70 @@ static int run_candidate(search *s, int i)
     sp.end_at_stop = 1; /* the longest fitting length in [start, stop]: stop itself is tried */
     sp.granule = cpb_sweep_granule(m, &c->p, sp.start, sp.stop);
     if (cpb_sweep_plan_check(&sp, s->err, s->err_len) != CPB_OK) return CPB_ERR_INVALID;
+    /* pruned, the lengths are probes (memory only), bracketed first (len_bracket) */
+    static len_memo lm;
+    lm.n = 0;
+    lm.ok = lm.bad = 0;
+    const int infer = !o->no_prune;
+    if (infer) CPB_TRY(len_bracket(s, i, &sp, &lm));
     cpb_sweep_state st;
     cpb_sweep_begin(&st, &sp);
     static cpb_plan_cand cur, best, first, low;
     int have_best = 0, have_first = 0, have_low = 0, points = 0, probes = 0;
+    int64_t best_S = 0, oom_S = 0;  /* the longest length that fits with the headroom, the shortest that does not */
+    int oom_implied = 0, limit = c->limit;
     for (int64_t S; (S = cpb_sweep_next(&st)) > 0;) {
-        cpb_problem q = c->p;
-        q.S = S;
-        char why[512];
+        cpb_problem q;
         cpb_point_status ps;
-        if (cpb_knobs_apply(m, &s->combos[i], &q, why, sizeof why) != CPB_OK || cpb_tp_check(m, &q, why, sizeof why) != CPB_OK) {
+        if (!len_accepted(s, i, S, &q)) {
             ps = CPB_POINT_REFUSED;
+        } else if (infer && have_first && len_implied(&lm, S) >= 0) {
+            /* decided by the probes (len_memo): the lengths kept are probed below */
+            ps = (cpb_point_status)len_implied(&lm, S);
+            if (ps == CPB_POINT_OK && S > best_S) best_S = S;
+            if (ps == CPB_POINT_OOM && (!oom_S || S < oom_S)) oom_S = S, oom_implied = 1;
         } else {
-            cur = *c;
-            cur.points = cur.probes = 0;
-            /* a length is decided by memory alone (fits, with the floor's headroom, or not):
-             * pruned, rank 0 decides it and only the length kept is simulated in full */
-            CPB_TRY(eval_point(o, m, &q, &cur, !o->no_prune, s->err, s->err_len));
-            points += cur.points;
-            probes += cur.probes;
-            ps = cur.fits ? CPB_POINT_OK : cur.bound == CPB_BOUND_ERROR ? CPB_POINT_ERROR : CPB_POINT_OOM;
+            if (infer) {
+                const cpb_plan_cand *pc;
+                CPB_TRY(len_probe(s, i, &lm, &q, &pc));
+                cur = *pc;
+            } else {
+                cur = *c;
+                cur.points = cur.probes = 0;
+                CPB_TRY(eval_point(o, m, &q, &cur, 0, s->err, s->err_len));
+                points += cur.points;
+                probes += cur.probes;
+            }
+            ps = len_status(o, &cur);
             /* under the headroom floor: listed at its longest such length, but the bisection
              * looks for the longest length with the floor's headroom (plan.h) */
-            int under = ps == CPB_POINT_OK && cpb_plan_headroom(&cur) < o->min_headroom;
-            if (under) {
-                if (!have_low || S > low.p.S) low = cur, have_low = 1;
-                ps = CPB_POINT_OOM;
-            }
-            if (ps == CPB_POINT_OK && (!have_best || S > best.p.S)) best = cur, have_best = 1;
+            const int under = cur.fits && ps == CPB_POINT_OOM;
+            if (under && (!have_low || S > low.p.S)) low = cur, have_low = 1;
+            if (ps == CPB_POINT_OK && S > best_S) best = cur, have_best = 1, best_S = S;
             if (!have_first || ps == CPB_POINT_ERROR) first = cur, have_first = 1;
-            if (ps == CPB_POINT_OOM && (!c->first_oom || S < c->first_oom))
-                c->first_oom = S, c->limit = under ? CPB_BOUND_FLOOR : cur.bound;
+            if (ps == CPB_POINT_OOM && (!oom_S || S < oom_S))
+                oom_S = S, oom_implied = 0, limit = under ? CPB_BOUND_FLOOR : cur.bound;
             if (o->progress) o->progress(o->progress_ctx, i, s->pl->n, s->pl->points + points, m->name);
             if (ps == CPB_POINT_ERROR) break;
         }
         cpb_sweep_report(&st, S, ps);
     }
-    int64_t first_oom = c->first_oom;
-    int limit = c->limit;
+    /* the lengths kept, where implied: their probes (the ones the sweep would have made) */
+    cpb_problem q;
+    const cpb_plan_cand *pc;
+    if (best_S && (!have_best || best.p.S != best_S) && len_accepted(s, i, best_S, &q)) {
+        CPB_TRY(len_probe(s, i, &lm, &q, &pc));
+        best = *pc, have_best = 1;
+    }
+    if (oom_implied && len_accepted(s, i, oom_S, &q)) {
+        CPB_TRY(len_probe(s, i, &lm, &q, &pc));
+        limit = pc->fits ? CPB_BOUND_FLOOR : pc->bound;
+    }
+    for (int k = 0; infer && k < lm.n; k++) {
+        points += lm.c[k].points;
+        probes += lm.c[k].probes;
+    }
+    const int64_t first_oom = oom_S;
     if (have_first && first.bound == CPB_BOUND_ERROR) *c = first;
     else if (have_best) *c = best, c->max_seq = best.p.S;
     else if (have_low) *c = low, c->max_seq = low.p.S; /* fits only under the floor */
@@ -393,21 +564,61 @@ static int run_candidate(search *s, int i)
  * than its bound by more than the tie.  Then it is not the recommendation nor tied with it
  * (an eligible one of its kind that reaches as far is that much faster), not the runner-up
  * (two eligible ones rank before it), not the fastest, the roomiest or on the frontier
- * (each of the two dominates it: what it would dominate, they do too). */
+ * (each of the two dominates it: what it would dominate, they do too).  An uncalibrated
+ * one needs a single candidate of any kind once a calibrated one is eligible (below). */
 static int prunable(const cpb_plan *pl, int i, const char *done)
 {
     const cpb_plan_cand *c = &pl->c[i];
     const int uncal = cpb_plan_row_uncalibrated(&c->row);
     const double ub = c->row.tokens_per_s_per_gpu, tie = pl->tie > 0 ? pl->tie : CPB_PLAN_TIE, hc = cpb_plan_headroom(c);
-    int beaten = 0;
-    for (int j = 0; j < pl->n && beaten < 2; j++) {
+    /* an uncalibrated one, once a calibrated one simulated in full is eligible (fits with
+     * the floor's headroom): the recommendation is calibrated (plan.h), so it is neither the
+     * recommendation, tied, nor the runner-up (each of the recommendation's kind); what is
+     * left, the fastest, the roomiest and the frontier, take any kind, and one candidate of
+     * any kind that dominates it rules each out */
+    int cal_eligible = 0;
+    for (int j = 0; uncal && j < pl->n && !cal_eligible; j++) {
         const cpb_plan_cand *d = &pl->c[j];
-        if (!done[j] || !d->fits || cpb_plan_row_uncalibrated(&d->row) != uncal || d->max_seq < c->max_seq) continue;
+        cal_eligible = done[j] && d->fits && !cpb_plan_row_uncalibrated(&d->row) &&
+                       !(cpb_plan_headroom(d) < pl->min_headroom);
+    }
+    const int need = cal_eligible ? 1 : 2;
+    int beaten = 0;
+    for (int j = 0; j < pl->n && beaten < need; j++) {
+        const cpb_plan_cand *d = &pl->c[j];
+        if (!done[j] || !d->fits || d->max_seq < c->max_seq) continue;
+        if (!cal_eligible && cpb_plan_row_uncalibrated(&d->row) != uncal) continue;
         const double hd = cpb_plan_headroom(d);
         if (hd < hc || (hd == hc && j > i)) continue;
         if (d->row.tokens_per_s_per_gpu * (1.0 - tie) > ub) beaten++;
     }
-    return beaten >= 2;
+    return beaten >= need;
+}
+
+/* Candidate i's bound again from two ranks, rank 0 and the last (cpb_sim_opts.memory_only
+ * 2: the larger of their bounds, each a bound of the step): where ranks differ in their work
+ * (a contiguous ring) rank 0's alone is loose.  Its memory is the probe's (the same
+ * allocations, checked); *kept 1 when the row is now the tighter bound, 0 when it is no
+ * tighter (or the last rank failed: the point in full says how). */
+static int refine(search *s, int i, int *kept)
+{
+    cpb_plan_cand *c = &s->pl->c[i];
+    static cpb_plan_cand r;
+    r = *c;
+    r.probes = 0;
+    *kept = 0;
+    CPB_TRY(eval_point(s->o, c->m, &c->p, &r, 2, s->err, s->err_len));
+    c->probes += r.probes;
+    s->pl->probes += r.probes;
+    if (!r.fits || r.need != c->need || r.need_host != c->need_host ||
+        !(r.row.tokens_per_s_per_gpu < c->row.tokens_per_s_per_gpu))
+        return CPB_OK;
+    c->row = r.row;
+    c->bound = r.bound;
+    c->bound_share = r.bound_share;
+    c->bound_detail = r.bound_detail;
+    *kept = 1;
+    return CPB_OK;
 }
 
 /* The search, pruned (plan_opts.no_prune unset): every candidate's memory and an upper
@@ -419,9 +630,9 @@ static int run_pruned(search *s)
     const cpb_plan_opts *o = s->o;
     cpb_plan *pl = s->pl;
     int *idx = malloc(sizeof(int) * (size_t)(pl->n > 0 ? pl->n : 1));
-    char *done = calloc((size_t)(pl->n > 0 ? pl->n : 1), 1);
-    if (!idx || !done) {
-        free(idx), free(done);
+    char *done = calloc((size_t)(pl->n > 0 ? pl->n : 1), 1), *refined = calloc((size_t)(pl->n > 0 ? pl->n : 1), 1);
+    if (!idx || !done || !refined) {
+        free(idx), free(done), free(refined);
         snprintf(s->err, s->err_len, "plan: out of host memory for %d candidates", pl->n);
         return CPB_ERR_NOMEM_HOST;
     }
@@ -454,6 +665,23 @@ static int run_pruned(search *s)
             pl->pruned++;
             continue;
         }
+        if (!o->every_row && !refined[i] && c->p.C >= CPB_PLAN_REFINE_MIN_RANKS) {
+            /* before a point in full, the tighter bound of two ranks (rank 0 and the last,
+             * cpb_sim_opts.memory_only 2): back in the queue where it puts the candidate,
+             * it may be pruned there */
+            refined[i] = 1;
+            int kb = 0;
+            rc = refine(s, i, &kb);
+            if (rc != CPB_OK) break;
+            if (kb) {
+                const double ub = c->row.tokens_per_s_per_gpu;
+                int j = k;
+                for (; j + 1 < nfit && pl->c[idx[j + 1]].row.tokens_per_s_per_gpu > ub; j++) idx[j] = idx[j + 1];
+                idx[j] = i;
+                k--; /* the queue's next one, or this one again at its new place */
+                continue;
+            }
+        }
         if (o->progress) o->progress(o->progress_ctx, ndone++, pl->n, pl->points, c->m->name);
         /* its length (with --max-context the longest kept) in full */
         cpb_problem q = c->p;
@@ -467,6 +695,7 @@ static int run_pruned(search *s)
     }
     free(idx);
     free(done);
+    free(refined);
     return rc;
 }
 

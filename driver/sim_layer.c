@@ -487,15 +487,24 @@ static int sim_layer_run(const cpb_problem *p, const cpb_method *m, const cpb_si
         return CPB_OK;
     }
     if (o->memory_only) {
-        /* rank 0 alone: its memory is every rank's (sim_layer.h), and no time is modelled */
-        if (record(&s, 0) == CPB_OK) {
+        /* rank 0 alone: its memory is every rank's (sim_layer.h), and no time is modelled;
+         * memory_only 2: the last rank too, for a tighter bound */
+        const int last = o->memory_only == 2 ? p->C - 1 : 0;
+        if (record(&s, 0) == CPB_OK && (last == 0 || record(&s, last) == CPB_OK)) {
             const sim_trace *t0 = &w->traces[0];
             row->nstreams = t0->nstreams;
             memcpy(row->stream_names, t0->stream_names, sizeof row->stream_names);
             /* the times: lower bounds from rank 0's streams (timeline.h), so the rates are
-             * upper bounds; what plan prunes by */
+             * upper bounds; what plan prunes by.  Each rank's bound is a bound of the
+             * replay's forward and step: the larger of the two ranks' */
             double fwd, step;
             cpb_sim_lower_bound(w, &prof.hw, 0, &fwd, &step);
+            if (last > 0) {
+                double fl, sl;
+                cpb_sim_lower_bound(w, &prof.hw, last, &fl, &sl);
+                if (fl > fwd) fwd = fl;
+                if (sl > step) step = sl;
+            }
             row->fwd_s = fwd;
             row->bwd_s = step - fwd;
             row->step_s = step;

@@ -41,7 +41,12 @@ typedef struct cpb_sim_opts {
      * rates upper bounds; replayed_ranks 0, no critical path).  What `plan` decides a
      * length by (fits or not) and prunes by, at the cost of one rank; the other ranks'
      * traces, the symmetric-allocation check and the timing model run only for the rows it
-     * keeps. */
+     * keeps.
+     * 2 = the same, and the last rank (C - 1) too: the times are the larger of the two
+     * ranks' bounds (each rank's is a bound of the step, timeline.h), its memory rank 0's
+     * (the two checked alike).  Where ranks differ in their work (a contiguous ring: rank
+     * C - 1 attends to every earlier token) rank 0's bound is loose; `plan` asks for this
+     * one before it simulates a candidate in full, at the cost of two ranks. */
     int memory_only;
     cpb_sim_cache *cache;     /* layer trials to share (NULL: none) */
 } cpb_sim_opts;

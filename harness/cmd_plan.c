@@ -281,8 +281,9 @@ static void print_table(const ctx *x, const cpb_plan *pl)
            "estimate, docs/attention.md; knobs' attn= is the --attn choice, the attn column what ran, per call class)\n");
     if (pl->pruned)
         printf("(pruned: %d candidates fit (memory exact) but were not simulated in full: a bound on their speed from one "
-               "rank's streams is slower, by more than the tie, than two candidates needing no more memory, so they "
-               "cannot change the recommendation, the ties or the frontier; CPB_PLAN_NO_PRUNE=1 simulates them)\n",
+               "or two ranks' streams is slower, by more than the tie, than two candidates needing no more memory (one, "
+               "for an uncalibrated candidate once a calibrated one is eligible), so they cannot change the "
+               "recommendation, the ties or the frontier; CPB_PLAN_NO_PRUNE=1 simulates them)\n",
                pl->pruned);
 }
 

@@ -165,3 +165,73 @@ Test(plan_prune, max_context_layer_scope_mha_odd_world)
     o.sim.mem_cap = (int64_t)16 << 30;
     same_plan(o, 1);
 }
+
+Test(plan_prune, fixed_length_layer_scope_16_ranks_two_rank_bound)
+{
+    /* 16 ranks (CPB_PLAN_REFINE_MIN_RANKS): a candidate's bound is tightened by the last
+     * rank before its point in full; a contiguous ring's rank 0 does the least attention,
+     * so its bound from rank 0 alone is loose (test_sim_bound.c) */
+    cpb_plan_opts o = opts("llama3-8b", 16, 16 * 2 * 32768, "layer", "ring,ulysses");
+    same_plan(o, 0);
+    static cpb_plan a;
+    char err[1024] = "";
+    cr_assert_eq(cpb_plan_search(&o, &a, err, sizeof err), CPB_OK, "%s", err);
+    cr_expect_gt(a.probes, a.n, "some candidates' bounds were tightened by a second probe (%d probes, %d candidates)",
+                 a.probes, a.n);
+    int contiguous_pruned = 0;
+    for (int i = 0; i < a.n; i++) contiguous_pruned += a.c[i].pruned && strstr(a.c[i].knobs, "contiguous") != NULL;
+    cr_expect_gt(contiguous_pruned, 0, "a contiguous ring is pruned by its tighter bound");
+    cpb_plan_free(&a);
+}
+
+Test(plan_prune, uncalibrated_pruned_by_one_of_any_kind_once_a_calibrated_one_is_eligible)
+{
+    /* once a calibrated candidate simulated in full is eligible, the recommendation, its ties
+     * and the runner-up are calibrated: an uncalibrated one (attn own) is pruned by one
+     * candidate of any kind that dominates it beyond the tie.  The plan is the unpruned one
+     * (same_plan), and some uncalibrated candidate was pruned with fewer than two
+     * uncalibrated ones beating it (the rule was used) */
+    cpb_plan_opts o = opts("llama3-8b", 8, 4 << 20, "model", "ulysses,upipe,usp");
+    same_plan(o, 0);
+    static cpb_plan a;
+    char err[1024] = "";
+    cr_assert_eq(cpb_plan_search(&o, &a, err, sizeof err), CPB_OK, "%s", err);
+    const double tie = a.tie > 0 ? a.tie : CPB_PLAN_TIE;
+    int by_one = 0;
+    for (int i = 0; i < a.n; i++) {
+        const cpb_plan_cand *c = &a.c[i];
+        if (!c->pruned || !cpb_plan_row_uncalibrated(&c->row)) continue;
+        int beaten = 0;
+        for (int j = 0; j < a.n; j++) {
+            const cpb_plan_cand *d = &a.c[j];
+            if (d->pruned || !d->fits || !cpb_plan_row_uncalibrated(&d->row)) continue;
+            if (cpb_plan_headroom(d) >= cpb_plan_headroom(c) &&
+                d->row.tokens_per_s_per_gpu * (1.0 - tie) > c->row.tokens_per_s_per_gpu)
+                beaten++;
+        }
+        by_one += beaten < 2;
+    }
+    cr_expect_gt(by_one, 0, "an uncalibrated candidate pruned by the rule for its kind");
+    cpb_plan_free(&a);
+}
+
+Test(plan_prune, max_context_lengths_bracketed_and_implied)
+{
+    /* a wide range (1M to 64M by 1M: 7 growth points and up to 5 bisection steps): the
+     * lengths are bracketed and implied (plan.c, len_bracket), the plan is the one every
+     * length simulated in full gives, in fewer probes than the sweep's path alone */
+    cpb_plan_opts o = opts("llama3-8b", 8, 0, "model", "ulysses,upipe");
+    o.max_context = 1;
+    o.seq_start = 1 << 20;
+    o.seq_stop = 64 << 20;
+    o.bisect = 1 << 20;
+    same_plan(o, 1);
+    static cpb_plan a;
+    char err[1024] = "";
+    cr_assert_eq(cpb_plan_search(&o, &a, err, sizeof err), CPB_OK, "%s", err);
+    int found = 0;
+    for (int i = 0; i < a.n; i++) found += a.c[i].max_seq > 0;
+    cr_expect_gt(found, 0, "some candidate fits a length");
+    cr_expect_lt(a.probes, 7 * a.n, "%d probes for %d candidates", a.probes, a.n);
+    cpb_plan_free(&a);
+}

@@ -145,3 +145,51 @@ Test(sim_cache, whole_model_parts_share_the_layer_trial)
     cpb_model_estimate_free(alone), cpb_model_estimate_free(a), cpb_model_estimate_free(b), cpb_model_estimate_free(c);
     cpb_sim_cache_free(o.cache);
 }
+
+/* memory_only 2 (what plan asks before a point in full): rank 0 and the last rank, the
+ * larger of their bounds.  Every method on 16 ranks over two nodes: the memory is rank 0's
+ * exactly, the bound at least rank 0's and still a bound of the full run's times; for a
+ * contiguous ring, where rank C - 1 attends to every earlier block and rank 0 to its own
+ * only, strictly tighter. */
+static void two_rank_bound(const cpb_method *m, const char *layout, int C, int64_t S, int *tighter)
+{
+    cpb_problem p;
+    memset(&p, 0, sizeof p);
+    cr_assert_eq(cpb_preset_find("llama3-8b", &p), CPB_OK);
+    p.C = C;
+    p.S = S;
+    p.dtype = CPB_BF16;
+    char err[512];
+    cpb_knobs k = {0};
+    if (layout) cr_assert_eq(cpb_knobs_set_str(&k, "ring_layout", layout), CPB_OK);
+    if (layout) cr_assert_eq(cpb_knobs_set_str(&k, "attn", "own"), CPB_OK); /* a contiguous ring runs on our kernels */
+    if (cpb_knobs_apply(m, &k, &p, err, sizeof err) != CPB_OK) return;
+    if (m->check && m->check(&p, err, sizeof err) != CPB_OK) return;
+    cpb_sim_opts o = {0};
+    o.mem_cap = o.host_mem_cap = (int64_t)1 << 60;
+    static cpb_row full, one, two;
+    cr_assert_eq(cpb_sim_layer(&p, m, &o, &full), CPB_OK, "%s: %s", m->name, full.reason);
+    cr_assert_str_eq(full.status, "ok", "%s: %s", m->name, full.reason);
+    o.memory_only = 1;
+    cr_assert_eq(cpb_sim_layer(&p, m, &o, &one), CPB_OK);
+    o.memory_only = 2;
+    cr_assert_eq(cpb_sim_layer(&p, m, &o, &two), CPB_OK);
+    cr_assert_str_eq(two.status, "ok", "%s: %s", m->name, two.reason);
+    cr_expect_eq(two.peak_bytes, one.peak_bytes, "%s: peak", m->name);
+    cr_expect_eq(two.host_peak_bytes, one.host_peak_bytes, "%s: host peak", m->name);
+    cr_expect_geq(two.step_s, one.step_s, "%s: no looser than rank 0's", m->name);
+    cr_expect_geq(two.fwd_s, one.fwd_s, "%s: forward no looser than rank 0's", m->name);
+    cr_expect_leq(two.step_s, full.step_s, "%s: step bound %.9g > %.9g", m->name, two.step_s, full.step_s);
+    cr_expect_leq(two.fwd_s, full.fwd_s, "%s: forward bound %.9g > %.9g", m->name, two.fwd_s, full.fwd_s);
+    cr_expect_geq(two.tokens_per_s_per_gpu, full.tokens_per_s_per_gpu, "%s: tokens/s", m->name);
+    /* 16 ranks at 512K: full 10.11 s, rank 0's bound 0.37 s, the two ranks' 10.11 s */
+    if (tighter) *tighter = two.step_s > one.step_s * 1.5;
+}
+
+Test(sim_bound, two_ranks_bound_is_a_bound_and_tighter_for_a_contiguous_ring)
+{
+    for (int i = 0; i < cpb_method_count(); i++) two_rank_bound(cpb_method_at(i), NULL, 16, 512 * 1024, NULL);
+    int tighter = 0;
+    two_rank_bound(cpb_method_find("ring"), "contiguous", 16, 512 * 1024, &tighter);
+    cr_expect(tighter, "a contiguous ring: the last rank's work is many times rank 0's");
+}
