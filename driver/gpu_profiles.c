@@ -383,9 +383,15 @@ static const cpb_gpu_profile profiles[] = {
         .hw = {
             .peak_flops = 2.25e15,           /* [DS-B200] 36 PFLOPS fp16/bf16 with sparsity per 8 GPUs */
             .num_sms = 148,                  /* device query of a B200 (148 multiprocessors) */
-            /* [EST] the GEMM and attention fractions of peak carried over from Hopper: no
-             * published B200 curve was found; calibrate on the GPU */
+            /* [EST] the GEMM fraction of peak and our kernels' carried over from Hopper: no
+             * published B200 curve was found; calibrate on the GPU.  cuDNN's attention:
+             * its curve measured on a B200 by NVIDIA (cudnn-frontend @9793df5,
+             * benchmark/sdpa_benchmark_training, cuDNN 9.10.2: causal, d 128, 512-128K;
+             * backends/sim/sim_attn_curves.c), which replaces the Hopper eff_max / k_half
+             * below; unmasked calls, other head dims and lengths outside 512-128K are read
+             * off it [EST] (estimate key attn_cudnn_off_curve) */
             HOPPER_KERNEL_RATES,
+            .attn_fwd_curve = CPB_CUDNN_CURVE_B200, .attn_bwd_curve = CPB_CUDNN_CURVE_B200,
             .hbm_bw = 7.2e12,                /* [DS-B200] 64 TB/s per 8 GPUs = 8 TB/s; [EST] ~90% */
             /* [DS-B200] NVLink 5: 1.8 TB/s per GPU, twice the H100's 900 GB/s: the H100's
              * measured bus bandwidth [PN] doubled [EST] */
@@ -400,7 +406,7 @@ static const cpb_gpu_profile profiles[] = {
             .gpus_per_node = 8,
             .sm_arch = 100,                  /* Blackwell, compute capability 10.0 */
         },
-        .estimated = "attn_fwd_tflops,attn_bwd_tflops,attn_own_fwd_tflops,attn_own_bwd_tflops,gemm_tflops,"
+        .estimated = "attn_cudnn_off_curve,attn_own_fwd_tflops,attn_own_bwd_tflops,gemm_tflops,"
                      "a2a_busbw_gbs,sendrecv_busbw_gbs,coll_busbw_gbs,host_mem_gbs,cublaslt_ws_mib",
     },
 };
@@ -414,11 +420,27 @@ void cpb_gpu_profile_attn_model(const cpb_gpu_profile *p, char *out, size_t len)
 {
     const cpb_sim_hw *h = &p->hw;
     const double d = 128, L = 16384; /* the FlashAttention curves' point quoted */
-    size_t n = (size_t)snprintf(
-        out, len,
-        "attention: cudnn %.0f/%.0f TFLOP/s fwd/bwd ceiling (cuDNN fused SDPA; Hopper: cuDNN 9.19 measured on "
-        "H200 [PN], else [EST]), own %.0f/%.0f TFLOP/s (our kernels, [EST] until calibrated), fa2 %.0f/%.0f",
-        h->attn_fwd_eff_max * h->peak_flops / 1e12, h->attn_bwd_eff_max * h->peak_flops / 1e12,
+    size_t n;
+    if (h->attn_fwd_curve || h->attn_bwd_curve) {
+        /* a measured cuDNN curve: its 32K causal point (the other pass: its ceiling) */
+        const double Lc = 32768;
+        int c = h->attn_fwd_curve ? h->attn_fwd_curve : h->attn_bwd_curve;
+        n = (size_t)snprintf(out, len, "attention: cudnn %.0f/%.0f TFLOP/s fwd/bwd at 32K causal d 128 (%s%s), ",
+                             h->attn_fwd_curve ? cpb_sim_cudnn_tflops(h->attn_fwd_curve, 0, Lc)
+                                               : h->attn_fwd_eff_max * h->peak_flops / 1e12,
+                             h->attn_bwd_curve ? cpb_sim_cudnn_tflops(h->attn_bwd_curve, 1, Lc)
+                                               : h->attn_bwd_eff_max * h->peak_flops / 1e12,
+                             cpb_sim_cudnn_source(c),
+                             h->attn_fwd_curve && h->attn_bwd_curve ? "; unmasked, other d, other lengths [EST]"
+                                                                    : "; the other pass calibrated");
+    } else
+        n = (size_t)snprintf(out, len,
+                             "attention: cudnn %.0f/%.0f TFLOP/s fwd/bwd ceiling (cuDNN fused SDPA; Hopper: cuDNN 9.19 "
+                             "measured on H200 [PN], else [EST]), ",
+                             h->attn_fwd_eff_max * h->peak_flops / 1e12, h->attn_bwd_eff_max * h->peak_flops / 1e12);
+    if (n >= len) return;
+    n += (size_t)snprintf(
+        out + n, len - n, "own %.0f/%.0f TFLOP/s (our kernels, [EST] until calibrated), fa2 %.0f/%.0f",
         h->attn_own_fwd_eff_max * h->peak_flops / 1e12, h->attn_own_bwd_eff_max * h->peak_flops / 1e12,
         cpb_sim_flash_bench_eff(h, CPB_ATTN_FA2, 0, 0, L, d) * h->peak_flops / 1e12,
         cpb_sim_flash_bench_eff(h, CPB_ATTN_FA2, 1, 0, L, d) * h->peak_flops / 1e12);
@@ -520,8 +542,11 @@ static int apply(cpb_gpu_profile *p, const char *key, double v)
 {
     cpb_sim_hw *h = &p->hw;
     if (!(v > 0)) return -2;
-    if (!strcmp(key, "attn_fwd_tflops")) h->attn_fwd_eff_max = v * 1e12 / h->peak_flops;
-    else if (!strcmp(key, "attn_bwd_tflops")) h->attn_bwd_eff_max = v * 1e12 / h->peak_flops;
+    /* a ceiling measured on the user's GPU replaces a published cuDNN curve of that pass
+     * (the eff_max / k_half form then runs); with both passes calibrated nothing is read
+     * off the curve any more */
+    if (!strcmp(key, "attn_fwd_tflops")) h->attn_fwd_eff_max = v * 1e12 / h->peak_flops, h->attn_fwd_curve = 0;
+    else if (!strcmp(key, "attn_bwd_tflops")) h->attn_bwd_eff_max = v * 1e12 / h->peak_flops, h->attn_bwd_curve = 0;
     else if (!strcmp(key, "attn_own_fwd_tflops")) h->attn_own_fwd_eff_max = v * 1e12 / h->peak_flops;
     else if (!strcmp(key, "attn_own_bwd_tflops")) h->attn_own_bwd_eff_max = v * 1e12 / h->peak_flops;
     else if (!strcmp(key, "attn_fwd_k_half")) h->attn_fwd_k_half = v;
@@ -561,6 +586,7 @@ static int apply(cpb_gpu_profile *p, const char *key, double v)
     else if (!strcmp(key, "fp8_tflops")) p->fp8_flops = v * 1e12;
     else return -1;
     drop_estimate(p, key);
+    if (!h->attn_fwd_curve && !h->attn_bwd_curve) drop_estimate(p, "attn_cudnn_off_curve");
     return 0;
 }
 

@@ -16,7 +16,9 @@
  *   attn_own_fwd_tflops  TFLOP/s   our attention kernels' forward (--attn own), likewise
  *   attn_own_bwd_tflops  TFLOP/s   our kernels' backward
  * (attn_fwd/bwd_tflops are cuDNN's fused SDPA, the default --attn; the k_half keys shape
- * both implementations' curves)
+ * both implementations' curves.  On a profile with a measured cuDNN curve (b200:
+ * sim_attn_curves.h) attn_fwd/bwd_tflops replace that pass's curve, and a k_half key
+ * shapes cuDNN only where they did)
  *   gemm_tflops          TFLOP/s   bf16 GEMM on a large call (sets gemm efficiency)
  *   gemm_k_half          elements  GEMM reduction depth at half efficiency
  *   peak_tflops          TFLOP/s   dense bf16 peak
@@ -72,7 +74,9 @@ typedef struct cpb_gpu_profile {
     double fp8_flops;       /* dense fp8 tensor-core peak, FLOP/s (0: none) */
     cpb_sim_hw hw;          /* the timing model's parameters */
     /* The figures of this profile that are estimates, not the part's datasheet (or its usual
-     * server's), named by the calibration keys that would replace them, comma-separated
+     * server's), named by the calibration keys that would replace them (one exception:
+     * attn_cudnn_off_curve, the cuDNN calls a measured cuDNN curve does not cover, read off
+     * it; calibrating attn_fwd_tflops and attn_bwd_tflops removes it), comma-separated
      * ("" = none): e.g. "mem_gib,a2a_busbw_gbs".  A calibration file setting a key removes
      * it (a measured value is no longer an estimate).  Rows and `cpbench list` show them
      * (cpb_gpu_profile_estimates). */

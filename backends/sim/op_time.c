@@ -136,9 +136,15 @@ double cpb_sim_attn_eff_of(const cpb_sim_hw *hw, int impl, int bwd, int64_t rows
  * with the unmasked curve), times the call's SM occupancy relative to the benchmark's
  * (16K tokens, hidden 2048: 16384 / L sequences of 2048 / d heads), since the published
  * figure already carries the benchmark's own waves. */
+static double cudnn_measured_eff(const cpb_sim_hw *hw, int curve, int bwd, int64_t rows, int64_t heads,
+                                 int64_t pairs);
+
 double cpb_sim_attn_eff_d(const cpb_sim_hw *hw, int impl, int bwd, int64_t rows, int64_t heads, int64_t pairs,
                           int64_t d)
 {
+    int curve = bwd ? hw->attn_bwd_curve : hw->attn_fwd_curve;
+    if (impl == CPB_ATTN_CUDNN && curve != CPB_CUDNN_CURVE_NONE)
+        return cudnn_measured_eff(hw, curve, bwd, rows, heads, pairs);
     if (impl != CPB_ATTN_FA2 && impl != CPB_ATTN_FA3) return cpb_sim_attn_eff_of(hw, impl, bwd, rows, heads, pairs);
     if (rows <= 0 || pairs <= 0 || d <= 0) return 1.0;
     const double tr = hw->attn_tile_rows > 0 ? hw->attn_tile_rows : 128;
@@ -153,6 +159,28 @@ double cpb_sim_attn_eff_d(const cpb_sim_hw *hw, int impl, int bwd, int64_t rows,
     double rb_b = ceil(Lb / tr);
     double wave_b = causal_square ? lpt_eff(hw, rb_b, seqs_heads) : wave_eff(hw, rb_b * seqs_heads);
     double eff = cpb_sim_flash_bench_eff(hw, impl, bwd, causal_square, L, (double)d);
+    return wave_b > 0 ? eff * wave / wave_b : eff;
+}
+
+/* cuDNN on a part with a measured curve (sim_attn_curves.h; only causal d 128 calls are
+ * measured): the curve at the call's equivalent causal length (a square causal call: its
+ * rows; any other call: twice its keys per query row, the causal call with as many keys
+ * per row on average [EST]: the measured causal rate carried to unmasked calls, as the
+ * eff_max / k_half form carries one curve over both), times the call's SM occupancy over
+ * the benchmark's (one sequence of 128 heads of L/128 row blocks, longest first), as the
+ * FlashAttention curves above.  Any head dim takes d 128's rate [EST]. */
+static double cudnn_measured_eff(const cpb_sim_hw *hw, int curve, int bwd, int64_t rows, int64_t heads,
+                                 int64_t pairs)
+{
+    if (rows <= 0 || pairs <= 0) return 1.0;
+    const double tr = hw->attn_tile_rows > 0 ? hw->attn_tile_rows : 128;
+    const int causal_square = pairs == rows * (rows + 1) / 2;
+    const double L = causal_square ? (double)rows : 2.0 * (double)pairs / (double)rows;
+    double rb = ceil((double)rows / tr);
+    double wave = causal_square ? lpt_eff(hw, rb, (double)heads) : wave_eff(hw, rb * (double)heads);
+    double Lb = L < CPB_CUDNN_B200_MIN_LEN ? CPB_CUDNN_B200_MIN_LEN : L > CPB_CUDNN_B200_MAX_LEN ? CPB_CUDNN_B200_MAX_LEN : L;
+    double wave_b = lpt_eff(hw, ceil(Lb / tr), CPB_CUDNN_B200_HEADS);
+    double eff = cpb_sim_cudnn_bench_eff(hw, curve, bwd, L);
     return wave_b > 0 ? eff * wave / wave_b : eff;
 }
 

@@ -1,4 +1,5 @@
-/* sim_attn_curves.c — the published FlashAttention-2/-3 curves (sim_attn_curves.h).
+/* sim_attn_curves.c — the published FlashAttention-2/-3 curves and cuDNN's measured B200
+ * curve (at the end; sim_attn_curves.h).
  *
  * Source: Jay Shah, Ganesh Bikshandi, Ying Zhang, Vijay Thakkar, Pradeep Ramani, Tri Dao,
  * "FlashAttention-3: Fast and Accurate Attention with Asynchrony and Low-precision"
@@ -112,5 +113,59 @@ const char *cpb_sim_flash_source(int impl)
     if (impl == CPB_ATTN_FA2)
         return "FlashAttention-2 (as measured on the H100 in Shah et al. 2024, Fig. 5-6; Ampere: scaled to "
                "Dao 2023's 73% of A100 peak)";
+    return "";
+}
+
+/* ---------------------------------------------------------------- cuDNN, measured
+ *
+ * Source: NVIDIA/cudnn-frontend, commit 9793df569ce413f4b1844a9176f7ae24dd981603
+ * ("cudnn frontend v1.13.0", 2025-07-16), benchmark/sdpa_benchmark_training/:
+ * artifacts/sdpa_bf16_benchmark_results_NVIDIA_B200.csv, rows backend = pyt_cudnn (PyTorch
+ * 2.8.0a0 nv25.06 SDPA with SDPBackend.CUDNN_ATTENTION, cuDNN 9.10.2 = 91002, "NVIDIA B200",
+ * free clock: README.md and artifacts/sample_b200_bf16_run.txt), columns fwd_tflops_per_sec
+ * and bwd_tflops_per_sec as published.  Setup (benchmark_bf16_sdpa.py): batch 1, 128 query
+ * heads, 8 KV heads (enable_gqa), d 128, is_causal, bf16; the median of 10 timed calls
+ * (after 5 warm-up) of one call between two CUDA events.  FLOPs (its flops()): forward
+ * 4 B Sq Skv Hq d / 2 for causal, backward 2.5 times that; e.g. 32K forward: 3.518e13 FLOP
+ * in 24.611 ms = 1429.6 TFLOP/s.
+ * Below ~4K the published times carry a per-call floor (every backend takes 0.16-0.19 ms
+ * at 512, cuDNN 0.157 ms at 512 and 0.182 ms at 1K for four times the work): dispatch
+ * inside the event window on an idle GPU, which a training step's queued kernels do not
+ * wait for.  The points are taken as published, so short cuDNN calls on this curve are
+ * slow (an overstatement of their time, not corrected here). */
+static const double cudnn_b200_lens[9] = {512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072};
+static const double cudnn_b200_fwd[9] = {54.727, 189.172, 485.444, 874.116, 1197.391,
+                                         1349.763, 1429.616, 1448.032, 1330.234};
+static const double cudnn_b200_bwd[9] = {38.041, 150.773, 367.518, 694.726, 939.954,
+                                         1072.799, 1124.432, 1058.154, 1023.503};
+
+/* linear in log2(L) between points, the end values outside */
+static double log_interp(const double *x, const double *y, int n, double L)
+{
+    double lx = log2(clamp(L, x[0], x[n - 1]));
+    for (int i = 0; i + 1 < n; i++) {
+        double x0 = log2(x[i]), x1 = log2(x[i + 1]);
+        if (lx <= x1) return y[i] + (y[i + 1] - y[i]) * (lx - x0) / (x1 - x0);
+    }
+    return y[n - 1];
+}
+
+double cpb_sim_cudnn_tflops(int curve, int bwd, double L)
+{
+    if (curve != CPB_CUDNN_CURVE_B200 || !(L > 0)) return 0.0;
+    return log_interp(cudnn_b200_lens, bwd ? cudnn_b200_bwd : cudnn_b200_fwd, 9, L);
+}
+
+double cpb_sim_cudnn_bench_eff(const cpb_sim_hw *hw, int curve, int bwd, double L)
+{
+    double tf = cpb_sim_cudnn_tflops(curve, bwd, L) * 1e12;
+    return tf > 0 && hw->peak_flops > 0 ? tf / hw->peak_flops : 0.0;
+}
+
+const char *cpb_sim_cudnn_source(int curve)
+{
+    if (curve == CPB_CUDNN_CURVE_B200)
+        return "cuDNN 9.10.2 SDPA measured on a B200 (NVIDIA/cudnn-frontend @9793df5 "
+               "benchmark/sdpa_benchmark_training: causal, d 128, 512-128K)";
     return "";
 }

@@ -1,5 +1,6 @@
 /* sim_attn_curves.h — FlashAttention-2 and -3 (--attn fa2|fa3) in the simulator: their
- * published TFLOP/s over sequence length and head dim, and what a GPU profile makes of them.
+ * published TFLOP/s over sequence length and head dim, and what a GPU profile makes of them;
+ * and cuDNN's SDPA where a measured curve of it is published (the B200, below).
  * Estimates, never measurements of ours: every row that used them says so (the results
  * column `estimates`; docs/attention.md, "FlashAttention 2 and 3 in the simulator"). */
 #ifndef CPB_SIM_ATTN_CURVES_H
@@ -37,6 +38,29 @@ double cpb_sim_flash_bench_eff(const cpb_sim_hw *hw, int impl, int bwd, int caus
 
 /* "FlashAttention-3 (Shah et al. 2024, Fig. 5-6, H100 bf16)" and the like, for reports */
 const char *cpb_sim_flash_source(int impl);
+
+/* cuDNN's fused SDPA (--attn cudnn) measured on a part, where it is published: the
+ * profile's cpb_sim_hw.attn_fwd_curve / attn_bwd_curve names the table (0: none; the
+ * eff_max, k_half form of op_time.c then runs).
+ * CPB_CUDNN_CURVE_B200: NVIDIA/cudnn-frontend benchmark/sdpa_benchmark_training (commit
+ * 9793df5, cuDNN 9.10.2, PyTorch 2.8 CUDNN_ATTENTION, "NVIDIA B200"): batch 1, 128 query
+ * heads, 8 KV heads, d 128, causal, bf16, lengths 512 .. 128K. */
+#define CPB_CUDNN_CURVE_NONE 0
+#define CPB_CUDNN_CURVE_B200 1
+#define CPB_CUDNN_B200_HEADS 128.0 /* query heads of the benchmark's call (batch 1) */
+#define CPB_CUDNN_B200_D 128.0
+#define CPB_CUDNN_B200_MIN_LEN 512.0
+#define CPB_CUDNN_B200_MAX_LEN 131072.0
+
+/* TFLOP/s (causal FLOPs: the triangle, the script's own count) of the benchmark's causal
+ * call of length L: linear in log2(L) between the published lengths, the end values
+ * outside.  0 for curve NONE or an unknown one. */
+double cpb_sim_cudnn_tflops(int curve, int bwd, double L);
+/* that rate as a fraction of hw's peak (the achieved TFLOP/s kept when the peak is
+ * calibrated); 0 when there is no curve */
+double cpb_sim_cudnn_bench_eff(const cpb_sim_hw *hw, int curve, int bwd, double L);
+/* the source, for reports ("" for none) */
+const char *cpb_sim_cudnn_source(int curve);
 
 #ifdef __cplusplus
 }

@@ -44,6 +44,10 @@ typedef struct cpb_sim_hw {
     int sm_arch;             /* compute capability x 10 (80 Ampere, 90 Hopper, 100 Blackwell):
                                 which attention kernels exist (FlashAttention-3 needs 90) and
                                 how the FlashAttention curves carry over (sim_attn_curves.h) */
+    /* cuDNN's measured curve of this part (CPB_CUDNN_CURVE_*, sim_attn_curves.h), per pass;
+     * 0: none, the attn_*_eff_max / k_half form above.  A calibrated attn_fwd_tflops /
+     * attn_bwd_tflops replaces it (gpu_profiles.c) */
+    int attn_fwd_curve, attn_bwd_curve;
 } cpb_sim_hw;
 
 #ifdef __cplusplus
