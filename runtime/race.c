@@ -11,7 +11,8 @@
  * ordered after (tick > vc[s][t]) are a suffix of t's list, and the records every stream is
  * ordered after (dead: they can never race again) a prefix.  An access then looks only at
  * the other streams' unordered suffixes, and dropping the dead records is moving a start
- * index: no scan of every record of the buffer per access, which made a buffer read in
+ * index: no scan of every record of the buffer per access (and no compaction copying each
+ * record, name and all), which made a buffer read in
  * many disjoint blocks (all-gather CP's gathered K,V at 1,024 ranks: thousands of records)
  * cost the square of its accesses. */
 typedef struct rec {
@@ -19,7 +20,7 @@ typedef struct rec {
     int64_t lo, hi; /* element range [lo, hi) */
     int64_t seq;    /* the buffer's access number: a race names the earliest record */
     int write;
-    int op;         /* the op's name in the context's name table */
+    char op[88];    /* the op's name, for the report */
 } rec;
 
 typedef struct slist {
@@ -37,28 +38,19 @@ struct cpb_race {
     int64_t vc[CPB_MAX_STREAMS][CPB_MAX_STREAMS];
     int nev, evcap;
     int64_t (*ev)[CPB_MAX_STREAMS];
-    /* op names, interned once per op (the first access of an op interns ctx->opname):
-     * copying the name into every record cost more than the check itself */
-    char **names;
-    int nnames, namecap;
-    int *hash; /* open addressing, -1 empty; at most half full */
-    int hashcap;
-    int cur;   /* name of the current op; -1 until its first access */
+    int curlen; /* strlen of the current op's name (capped); -1 until its first access */
 };
 
 int cpb_race_init(cpb_ctx *ctx)
 {
     ctx->race = calloc(1, sizeof *ctx->race);
-    if (ctx->race) ctx->race->cur = -1;
+    if (ctx->race) ctx->race->curlen = -1;
     return ctx->race ? CPB_OK : cpb_fail(ctx, CPB_ERR_NOMEM_HOST, "race check: out of host memory");
 }
 
 void cpb_race_destroy(cpb_ctx *ctx)
 {
     if (!ctx->race) return;
-    for (int i = 0; i < ctx->race->nnames; i++) free(ctx->race->names[i]);
-    free(ctx->race->names);
-    free(ctx->race->hash);
     free(ctx->race->ev);
     free(ctx->race);
     ctx->race = NULL;
@@ -81,7 +73,7 @@ void cpb_race_op_begin(cpb_ctx *ctx, int stream)
 {
     if (!ctx->race) return;
     ctx->race->vc[stream][stream]++;
-    ctx->race->cur = -1;
+    ctx->race->curlen = -1;
 }
 
 static void view_range(const cpb_view *v, int64_t *lo, int64_t *hi)
@@ -90,50 +82,6 @@ static void view_range(const cpb_view *v, int64_t *lo, int64_t *hi)
                    (v->heads > 0 ? (v->heads - 1) * v->head_stride : 0) + v->dim;
     *lo = v->off;
     *hi = last;
-}
-
-static uint64_t hash_str(const char *s)
-{
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
-/* index of `name` in R's name table (added when new); -1 when out of memory */
-static int intern(struct cpb_race *R, const char *name)
-{
-    if (2 * (R->nnames + 1) > R->hashcap) {
-        int cap = R->hashcap ? 2 * R->hashcap : 256;
-        int *t = malloc(sizeof(int) * (size_t)cap);
-        if (!t) return -1;
-        for (int i = 0; i < cap; i++) t[i] = -1;
-        for (int i = 0; i < R->nnames; i++) {
-            int j = (int)(hash_str(R->names[i]) & (uint64_t)(cap - 1));
-            while (t[j] >= 0) j = (j + 1) & (cap - 1);
-            t[j] = i;
-        }
-        free(R->hash);
-        R->hash = t;
-        R->hashcap = cap;
-    }
-    int j = (int)(hash_str(name) & (uint64_t)(R->hashcap - 1));
-    for (; R->hash[j] >= 0; j = (j + 1) & (R->hashcap - 1))
-        if (strcmp(R->names[R->hash[j]], name) == 0) return R->hash[j];
-    if (R->nnames == R->namecap) {
-        int nc = R->namecap ? 2 * R->namecap : 256;
-        char **nn = realloc(R->names, sizeof *nn * (size_t)nc);
-        if (!nn) return -1;
-        R->names = nn;
-        R->namecap = nc;
-    }
-    char *copy = strdup(name);
-    if (!copy) return -1;
-    R->names[R->nnames] = copy;
-    R->hash[j] = R->nnames;
-    return R->nnames++;
 }
 
 /* how many of a stream's own latest records a new access looks at to drop those it covers
@@ -185,9 +133,11 @@ int cpb_race_access(cpb_ctx *ctx, int stream, const cpb_view *v, int write)
                         "the earlier op and make the later stream wait for it",
                         v->buf->name, (long long)lo, (long long)hi, write ? "write by" : "read by",
                         ctx->opname, ctx->stream_names[stream], hit->write ? "write by" : "read by",
-                        R->names[hit->op], ctx->stream_names[hit_stream]);
-    if (R->cur < 0 && (R->cur = intern(R, ctx->opname)) < 0)
-        return cpb_fail(ctx, CPB_ERR_NOMEM_HOST, "race check: out of host memory");
+                        hit->op, ctx->stream_names[hit_stream]);
+    if (R->curlen < 0) {
+        size_t n = strlen(ctx->opname);
+        R->curlen = (int)(n < sizeof ((rec *)0)->op ? n : sizeof ((rec *)0)->op - 1);
+    }
     slist *L = &br->s[stream];
     /* drop this stream's latest records that the new one covers */
     int w = L->n;
@@ -218,7 +168,8 @@ int cpb_race_access(cpb_ctx *ctx, int stream, const cpb_view *v, int write)
     r->hi = hi;
     r->seq = br->seq++;
     r->write = write;
-    r->op = R->cur;
+    memcpy(r->op, ctx->opname, (size_t)R->curlen);
+    r->op[R->curlen] = 0;
     br->used |= 1u << stream;
     return CPB_OK;
 }
