@@ -113,7 +113,7 @@ static int push(cpb_ctx *ctx, int type, int stream, const char *name, sim_entry 
         s->w->spare = NULL;
         s->w->spare_cap = 0;
     }
-    sim_entry *e = sim_trace_push(s->t);
+    sim_entry *e = sim_trace_push(s->t, type);
     /* only collectives keep their name: the replay names them when ranks do not match;
      * interning every op's name would cost more than the rest of the trace */
     int idx = (e && type == SIM_COLL) ? sim_intern(s->w, name ? name : "") : -1;
