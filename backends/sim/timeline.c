@@ -78,6 +78,7 @@ typedef struct replay {
     const cpb_sim_hw *hw;
     int P;           /* replayed ranks: 0 .. P-1 */
     int K;           /* world / P: how many ranks each replayed one stands for */
+    int gpn;         /* GPUs per node */
     rstate *rs;      /* [P] */
     coll_index *cix; /* [P * ngroups] */
     int **sorted;    /* [ngroups] each group's members in ascending order */
@@ -191,11 +192,16 @@ static int build_coll_index(replay *R)
     R->nseq = calloc((size_t)(ng > 0 ? ng : 1), sizeof *R->nseq);
     if (!R->cix || !R->done || !R->nseq) return CPB_ERR_NOMEM_HOST;
     for (int r = 0; r < R->P; r++) {
-        const sim_trace *t = &w->traces[r];
+        sim_trace *t = &w->traces[r];
         rstate *rs = &R->rs[r];
         int64_t ncap[2] = {0, 0};
+        /* first guess of the PCIe shares: every GPU of the node copies at the same time
+         * (symmetric schedules do), so such schedules settle after one pass; only
+         * host<->device copies are timed by their share (op_time.c) */
+        const int node0 = r / R->gpn * R->gpn, in_node = w->world - node0 < R->gpn ? w->world - node0 : R->gpn;
         for (int64_t i = 0; i < t->n; i++) {
-            const sim_entry *e = &t->e[i];
+            sim_entry *e = &t->e[i];
+            if (e->type == SIM_OP && (e->pcie == SIM_PCIE_H2D || e->pcie == SIM_PCIE_D2H)) e->share = in_node;
             if (e->type == SIM_OP && (e->pcie == SIM_PCIE_H2D || e->pcie == SIM_PCIE_D2H) &&
                 e->phase != SIM_PHASE_SETUP) {
                 int d = e->pcie == SIM_PCIE_D2H;
@@ -647,7 +653,8 @@ int cpb_sim_timeline(cpb_sim_world *w, const cpb_sim_hw *hw, cpb_sim_timing *out
 {
     memset(out, 0, sizeof *out);
     int P = w->period > 0 && w->period <= w->world && w->world % w->period == 0 ? w->period : w->world;
-    replay R = {.w = w, .hw = hw, .P = P, .K = w->world / P, .err = err, .err_len = err_len};
+    replay R = {.w = w, .hw = hw, .P = P, .K = w->world / P, .gpn = hw->gpus_per_node > 0 ? hw->gpus_per_node : 8,
+                .err = err, .err_len = err_len};
     int rc = build_groups(&R);
     if (rc == CPB_OK) rc = alloc_ranks(&R);
     if (rc == CPB_OK) rc = build_coll_index(&R);
@@ -656,16 +663,7 @@ int cpb_sim_timeline(cpb_sim_world *w, const cpb_sim_hw *hw, cpb_sim_timing *out
         free_all(&R);
         return rc;
     }
-    /* first guess: every GPU of the node copies at the same time (symmetric schedules do),
-     * so such schedules settle after one pass (only host<->device copies are timed by
-     * their share: op_time.c) */
-    int gpn = hw->gpus_per_node > 0 ? hw->gpus_per_node : 8;
-    for (int r = 0; r < P; r++) {
-        int node0 = r / gpn * gpn, in_node = w->world - node0 < gpn ? w->world - node0 : gpn;
-        sim_entry *e = w->traces[r].e;
-        for (int64_t i = 0; i < w->traces[r].n; i++)
-            if (e[i].pcie == SIM_PCIE_H2D || e[i].pcie == SIM_PCIE_D2H) e[i].share = in_node;
-    }
+    /* (the first guess of the PCIe shares is set by build_coll_index) */
     /* PCIe sharing: replay, re-estimate each copy's share from the overlaps, replay again
      * until the shares move by less than 1e-3 (a few passes; 20 at most) */
     for (int pass = 1; pass <= 20; pass++) {
