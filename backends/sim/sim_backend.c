@@ -132,12 +132,12 @@ static int push(cpb_ctx *ctx, int type, int stream, const char *name, sim_entry 
 /* the phase changes only with the range: found there, not per entry */
 static void sim_range_push(cpb_ctx *ctx, const char *name)
 {
-    st(ctx)->phase = phase_of(name);
+    if (st(ctx)) st(ctx)->phase = phase_of(name);
 }
 
 static void sim_range_pop(cpb_ctx *ctx)
 {
-    st(ctx)->phase = phase_of(ctx->range);
+    if (st(ctx)) st(ctx)->phase = phase_of(ctx->range);
 }
 
 static int sim_event_record(cpb_ctx *ctx, int stream, int ev)
