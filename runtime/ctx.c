@@ -251,14 +251,22 @@ int cpb_range_push(cpb_ctx *ctx, const char *fmt, ...)
 {
     if (ctx->range_depth >= CPB_RANGE_DEPTH)
         return cpb_fail(ctx, CPB_ERR_INVALID, "ranges nested deeper than %d (a missing cpb_range_pop?)", CPB_RANGE_DEPTH);
-    size_t len = strlen(ctx->range);
+    size_t len = (size_t)ctx->range_len;
     ctx->range_mark[ctx->range_depth++] = (int)len;
     char part[128];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(part, sizeof part, fmt, ap);
+    int np = vsnprintf(part, sizeof part, fmt, ap);
     va_end(ap);
-    snprintf(ctx->range + len, sizeof ctx->range - len, "%s%s", len ? "/" : "", part);
+    /* range + "/" + part, cut to fit as snprintf would (a second printf per range cost more
+     * than the copy: methods push a range per stage and per ring step) */
+    size_t n = np < 0 ? 0 : (size_t)np < sizeof part ? (size_t)np : sizeof part - 1;
+    size_t room = sizeof ctx->range - 1 - len, at = len;
+    if (len && room > 0) ctx->range[at++] = '/', room--;
+    if (n > room) n = room;
+    memcpy(ctx->range + at, part, n);
+    ctx->range[at + n] = 0;
+    ctx->range_len = (int)(at + n);
     if (ctx->be->range_push) ctx->be->range_push(ctx, ctx->range);
     return CPB_OK;
 }
@@ -267,7 +275,8 @@ int cpb_range_pop(cpb_ctx *ctx)
 {
     if (ctx->range_depth <= 0)
         return cpb_fail(ctx, CPB_ERR_INVALID, "cpb_range_pop without a matching push");
-    ctx->range[ctx->range_mark[--ctx->range_depth]] = 0;
+    ctx->range_len = ctx->range_mark[--ctx->range_depth];
+    ctx->range[ctx->range_len] = 0;
     if (ctx->be->range_pop) ctx->be->range_pop(ctx);
     return CPB_OK;
 }

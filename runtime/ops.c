@@ -30,7 +30,7 @@ void cpb_op_begin(cpb_ctx *ctx, int stream, const char *op)
 {
     /* "<range>/<op>", built without printf: this runs for every op, and schedules such as
      * fpdt's issue hundreds of thousands of them in one simulated trial */
-    size_t cap = sizeof ctx->opname - 1, n = strlen(ctx->range);
+    size_t cap = sizeof ctx->opname - 1, n = (size_t)ctx->range_len;
     if (n > cap) n = cap;
     memcpy(ctx->opname, ctx->range, n);
     if (n && n < cap) ctx->opname[n++] = '/';

@@ -1,32 +1,50 @@
 /* race.c — vector-clock stream-race check; see race.h. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "race.h"
 
+/* One recorded access.  Each buffer keeps its records per stream, in the order they were
+ * made: a stream's ticks only grow, so the records of stream t that stream s is not yet
+ * ordered after (tick > vc[s][t]) are a suffix of t's list, and the records every stream is
+ * ordered after (dead: they can never race again) a prefix.  An access then looks only at
+ * the other streams' unordered suffixes, and dropping the dead records is moving a start
+ * index: no scan of every record of the buffer per access (and no compaction copying each
+ * record, name and all), which made a buffer read in
+ * many disjoint blocks (all-gather CP's gathered K,V at 1,024 ranks: thousands of records)
+ * cost the square of its accesses. */
 typedef struct rec {
-    int stream;
-    int write;
     int64_t tick;
     int64_t lo, hi; /* element range [lo, hi) */
-    char op[96];
+    int64_t seq;    /* the buffer's access number: a race names the earliest record */
+    int write;
+    char op[88];    /* the op's name, for the report */
 } rec;
 
-typedef struct bufrace {
-    int n, cap;
+typedef struct slist {
     rec *r;
+    int head, n, cap; /* live records: r[head .. n-1] */
+} slist;
+
+typedef struct bufrace {
+    int64_t seq;
+    uint32_t used; /* bit t: stream t's list has live records */
+    slist s[CPB_MAX_STREAMS];
 } bufrace;
 
 struct cpb_race {
     int64_t vc[CPB_MAX_STREAMS][CPB_MAX_STREAMS];
     int nev, evcap;
     int64_t (*ev)[CPB_MAX_STREAMS];
+    int curlen; /* strlen of the current op's name (capped); -1 until its first access */
 };
 
 int cpb_race_init(cpb_ctx *ctx)
 {
     ctx->race = calloc(1, sizeof *ctx->race);
+    if (ctx->race) ctx->race->curlen = -1;
     return ctx->race ? CPB_OK : cpb_fail(ctx, CPB_ERR_NOMEM_HOST, "race check: out of host memory");
 }
 
@@ -53,7 +71,9 @@ void cpb_race_stream_added(cpb_ctx *ctx, int stream)
 
 void cpb_race_op_begin(cpb_ctx *ctx, int stream)
 {
-    if (ctx->race) ctx->race->vc[stream][stream]++;
+    if (!ctx->race) return;
+    ctx->race->vc[stream][stream]++;
+    ctx->race->curlen = -1;
 }
 
 static void view_range(const cpb_view *v, int64_t *lo, int64_t *hi)
@@ -63,6 +83,12 @@ static void view_range(const cpb_view *v, int64_t *lo, int64_t *hi)
     *lo = v->off;
     *hi = last;
 }
+
+/* how many of a stream's own latest records a new access looks at to drop those it covers
+ * (same range or inside it, no write dropped by a read): a later covering record races
+ * with whatever the covered one would race with, so dropping them only keeps the lists
+ * short; looking further back would make an access cost its stream's record count */
+#define COVER_LOOKBACK 8
 
 int cpb_race_access(cpb_ctx *ctx, int stream, const cpb_view *v, int write)
 {
@@ -77,53 +103,74 @@ int cpb_race_access(cpb_ctx *ctx, int stream, const cpb_view *v, int write)
     int64_t lo, hi;
     view_range(v, &lo, &hi);
     const int64_t *mine = R->vc[stream];
-    for (int i = 0; i < br->n; i++) {
-        rec *r = &br->r[i];
-        if (r->stream == stream) continue;
-        if (!(r->write || write)) continue;
-        if (r->hi <= lo || hi <= r->lo) continue;
-        if (mine[r->stream] >= r->tick) continue;
+    const rec *hit = NULL;
+    int hit_stream = -1;
+    for (uint32_t u = br->used; u; u &= u - 1) {
+        const int t = __builtin_ctz(u);
+        slist *L = &br->s[t];
+        /* drop the records every stream is ordered after: they can never race again */
+        int64_t least = INT64_MAX;
+        for (int s = 0; s < ctx->nstreams; s++)
+            if (R->vc[s][t] < least) least = R->vc[s][t];
+        while (L->head < L->n && L->r[L->head].tick <= least) L->head++;
+        if (L->head == L->n) {
+            L->head = L->n = 0;
+            br->used &= ~(1u << t);
+            continue;
+        }
+        if (t == stream) continue;
+        /* the suffix this stream is not ordered after */
+        for (int i = L->n - 1; i >= L->head && L->r[i].tick > mine[t]; i--) {
+            const rec *r = &L->r[i];
+            if (!(r->write || write) || r->hi <= lo || hi <= r->lo) continue;
+            if (!hit || r->seq < hit->seq) hit = r, hit_stream = t;
+        }
+    }
+    if (hit)
         return cpb_fail(ctx, CPB_ERR_RACE,
                         "stream race on buffer '%s' (elements [%lld, %lld)): %s '%s' on stream "
                         "'%s' is not ordered after %s '%s' on stream '%s'; record an event after "
                         "the earlier op and make the later stream wait for it",
                         v->buf->name, (long long)lo, (long long)hi, write ? "write by" : "read by",
-                        ctx->opname, ctx->stream_names[stream], r->write ? "write by" : "read by",
-                        r->op, ctx->stream_names[r->stream]);
+                        ctx->opname, ctx->stream_names[stream], hit->write ? "write by" : "read by",
+                        hit->op, ctx->stream_names[hit_stream]);
+    if (R->curlen < 0) {
+        size_t n = strlen(ctx->opname);
+        R->curlen = (int)(n < sizeof ((rec *)0)->op ? n : sizeof ((rec *)0)->op - 1);
     }
-    /* prune: records of this stream covered by the new one, and records every stream
-     * is already ordered after */
-    int w = 0;
-    for (int i = 0; i < br->n; i++) {
-        rec *r = &br->r[i];
-        int drop = 0;
-        if (r->stream == stream && r->lo >= lo && r->hi <= hi && (write || !r->write)) drop = 1;
-        if (!drop) {
-            int all = 1;
-            for (int s = 0; s < ctx->nstreams && all; s++)
-                if (R->vc[s][r->stream] < r->tick) all = 0;
-            drop = all;
+    slist *L = &br->s[stream];
+    /* drop this stream's latest records that the new one covers */
+    int w = L->n;
+    for (int i = L->n - 1; i >= L->head && i >= L->n - COVER_LOOKBACK; i--) {
+        const rec *r = &L->r[i];
+        if (r->lo >= lo && r->hi <= hi && (write || !r->write)) {
+            memmove(&L->r[i], &L->r[i + 1], sizeof *r * (size_t)(w - i - 1));
+            w--;
         }
-        if (!drop) br->r[w++] = *r;
     }
-    br->n = w;
-    if (br->n == br->cap) {
-        int nc = br->cap ? br->cap * 2 : 8;
-        rec *nr = realloc(br->r, (size_t)nc * sizeof *nr);
+    L->n = w;
+    if (L->head > 0 && L->n == L->cap) {
+        /* reuse the dropped prefix's room */
+        memmove(L->r, L->r + L->head, sizeof *L->r * (size_t)(L->n - L->head));
+        L->n -= L->head;
+        L->head = 0;
+    }
+    if (L->n == L->cap) {
+        int nc = L->cap ? L->cap * 2 : 8;
+        rec *nr = realloc(L->r, (size_t)nc * sizeof *nr);
         if (!nr) return cpb_fail(ctx, CPB_ERR_NOMEM_HOST, "race check: out of host memory");
-        br->r = nr;
-        br->cap = nc;
+        L->r = nr;
+        L->cap = nc;
     }
-    rec *r = &br->r[br->n++];
-    r->stream = stream;
-    r->write = write;
+    rec *r = &L->r[L->n++];
     r->tick = R->vc[stream][stream];
     r->lo = lo;
     r->hi = hi;
-    size_t n = strlen(ctx->opname);
-    if (n >= sizeof r->op) n = sizeof r->op - 1;
-    memcpy(r->op, ctx->opname, n);
-    r->op[n] = 0;
+    r->seq = br->seq++;
+    r->write = write;
+    memcpy(r->op, ctx->opname, (size_t)R->curlen);
+    r->op[R->curlen] = 0;
+    br->used |= 1u << stream;
     return CPB_OK;
 }
 
@@ -170,7 +217,7 @@ void cpb_race_buf_free(cpb_buf *b)
 {
     bufrace *br = b->race;
     if (!br) return;
-    free(br->r);
+    for (int t = 0; t < CPB_MAX_STREAMS; t++) free(br->s[t].r);
     free(br);
     b->race = NULL;
 }

@@ -69,10 +69,15 @@ static double lpt_schedule(int P, double row_blocks, double heads);
  * single-threaded) */
 static double lpt_eff(const cpb_sim_hw *hw, double row_blocks, double heads)
 {
-    enum { MEMO = 64 };
+    /* 1,024 slots and a mixing hash: a plan's trials pass hundreds of shapes (ring steps of
+     * every length at every head count), and 64 slots keyed by rb * 31 + h * 7 kept
+     * evicting each other (lpt_schedule was 4% of a 64-GPU plan) */
+    enum { MEMO = 1024 };
     static struct { int P; double rb, h, eff; } memo[MEMO];
     int P = hw->num_sms > 0 ? hw->num_sms : 1;
-    unsigned slot = (unsigned)((int64_t)row_blocks * 31 + (int64_t)heads * 7 + P) % MEMO;
+    uint64_t key = ((uint64_t)(int64_t)row_blocks * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)(int64_t)heads * 0xC2B2AE3D27D4EB4Full) ^
+                   (uint64_t)P;
+    unsigned slot = (unsigned)((key ^ (key >> 29)) % MEMO);
     if (memo[slot].P == P && memo[slot].rb == row_blocks && memo[slot].h == heads) return memo[slot].eff;
     double eff = lpt_schedule(P, row_blocks, heads);
     memo[slot].P = P, memo[slot].rb = row_blocks, memo[slot].h = heads, memo[slot].eff = eff;

@@ -17,6 +17,7 @@ typedef struct sim_state {
     cpb_sim_world *w;
     int own;        /* 1: the world was created by this context (no backend_shared) */
     sim_trace *t;
+    int phase;      /* sim_phase of the current range, kept by the range hooks */
 } sim_state;
 
 static sim_state *st(const cpb_ctx *ctx)
@@ -28,6 +29,14 @@ cpb_sim_world *cpb_sim_world_of(const cpb_ctx *ctx)
 {
     if (!ctx || ctx->be != &cpb_backend_sim || !ctx->bs) return NULL;
     return st(ctx)->w;
+}
+
+/* the trial phase of the current range (trial.h: "trial/fwd", "trial/bwd") */
+static int phase_of(const char *range)
+{
+    if (strncmp(range, "trial/fwd", 9) == 0 && (range[9] == 0 || range[9] == '/')) return SIM_PHASE_FWD;
+    if (strncmp(range, "trial/bwd", 9) == 0 && (range[9] == 0 || range[9] == '/')) return SIM_PHASE_BWD;
+    return SIM_PHASE_SETUP;
 }
 
 static int sim_init(cpb_ctx *ctx)
@@ -55,6 +64,7 @@ static int sim_init(cpb_ctx *ctx)
         s->own = 1;
     }
     s->t = &s->w->traces[rank];
+    s->phase = phase_of(ctx->range);
     ctx->bs = s;
     ctx->rank = rank;
     ctx->world = world;
@@ -93,14 +103,6 @@ static int sim_stream_create(cpb_ctx *ctx, int id, const char *name)
     return CPB_OK;
 }
 
-/* the trial phase of the current range (trial.h: "trial/fwd", "trial/bwd") */
-static int phase_of(const char *range)
-{
-    if (strncmp(range, "trial/fwd", 9) == 0 && (range[9] == 0 || range[9] == '/')) return SIM_PHASE_FWD;
-    if (strncmp(range, "trial/bwd", 9) == 0 && (range[9] == 0 || range[9] == '/')) return SIM_PHASE_BWD;
-    return SIM_PHASE_SETUP;
-}
-
 /* a new entry on `stream` named after the current op */
 static int push(cpb_ctx *ctx, int type, int stream, const char *name, sim_entry **out)
 {
@@ -113,7 +115,7 @@ static int push(cpb_ctx *ctx, int type, int stream, const char *name, sim_entry 
         s->w->spare = NULL;
         s->w->spare_cap = 0;
     }
-    sim_entry *e = sim_trace_push(s->t);
+    sim_entry *e = sim_trace_push(s->t, type);
     /* only collectives keep their name: the replay names them when ranks do not match;
      * interning every op's name would cost more than the rest of the trace */
     int idx = (e && type == SIM_COLL) ? sim_intern(s->w, name ? name : "") : -1;
@@ -121,10 +123,21 @@ static int push(cpb_ctx *ctx, int type, int stream, const char *name, sim_entry 
         return cpb_fail(ctx, CPB_ERR_NOMEM_HOST, "sim: out of host memory for the trace");
     e->type = (uint8_t)type;
     e->stream = (int16_t)stream;
-    e->phase = (uint8_t)phase_of(ctx->range);
+    e->phase = (uint8_t)s->phase;
     e->name = idx;
     *out = e;
     return CPB_OK;
+}
+
+/* the phase changes only with the range: found there, not per entry */
+static void sim_range_push(cpb_ctx *ctx, const char *name)
+{
+    if (st(ctx)) st(ctx)->phase = phase_of(name);
+}
+
+static void sim_range_pop(cpb_ctx *ctx)
+{
+    if (st(ctx)) st(ctx)->phase = phase_of(ctx->range);
 }
 
 static int sim_event_record(cpb_ctx *ctx, int stream, int ev)
@@ -265,7 +278,7 @@ const cpb_backend cpb_backend_sim = {
     .group_destroy = sim_group_destroy,
     .upload = sim_upload,
     .download = sim_download,
-    .range_push = NULL,
-    .range_pop = NULL,
+    .range_push = sim_range_push,
+    .range_pop = sim_range_pop,
     .clock = sim_clock,
 };

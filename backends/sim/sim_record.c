@@ -79,7 +79,7 @@ int sim_group_find_or_add(cpb_sim_world *w, int n, const int *ranks, int occurre
     return w->ngroups++;
 }
 
-sim_entry *sim_trace_push(sim_trace *t)
+sim_entry *sim_trace_push(sim_trace *t, int type)
 {
     if (t->n == t->cap) {
         int64_t nc = t->cap ? 2 * t->cap : 1024;
@@ -90,7 +90,9 @@ sim_entry *sim_trace_push(sim_trace *t)
     }
     sim_entry *e = &t->e[t->n++];
     memset(e, 0, sizeof *e);
-    e->dst = e->src = e->root = -1;
-    e->share = 1.0;
+    e->type = (uint8_t)type;
+    e->name = -1;
+    if (type == SIM_COLL) e->dst = e->src = e->root = -1;
+    else if (type == SIM_OP) e->share = 1.0;
     return e;
 }

@@ -10,7 +10,9 @@ int sim_intern(cpb_sim_world *w, const char *name);
  * when new; -1 on OOM.  A rank may create several communicators with the same members
  * (each has its own sequence numbers): the k-th one of every member is the same group. */
 int sim_group_find_or_add(cpb_sim_world *w, int n, const int *ranks, int occurrence);
-/* a new zeroed entry at the end of the trace; NULL when out of memory */
-sim_entry *sim_trace_push(sim_trace *t);
+/* a new entry of this type (sim_entry_type) at the end of the trace, with its type's
+ * defaults (zeros; no name; collectives: no peers or root; ops: share 1); NULL when out
+ * of memory */
+sim_entry *sim_trace_push(sim_trace *t, int type);
 
 #endif

@@ -32,6 +32,10 @@ typedef enum sim_phase { SIM_PHASE_SETUP = 0, SIM_PHASE_FWD, SIM_PHASE_BWD } sim
  * PCIe traffic: timed at the host's memset bandwidth) */
 typedef enum sim_pcie { SIM_PCIE_NONE = 0, SIM_PCIE_H2D, SIM_PCIE_D2H, SIM_HOST_FILL } sim_pcie;
 
+/* 72 bytes: an op's work and a collective's peers never meet in one entry, so they share
+ * their room (a large trial keeps a million entries per recorded rank, and every replay
+ * pass reads them all: the replay is bound by memory traffic).  Only an entry's own
+ * type's fields are meaningful; sim_trace_push sets each type's defaults. */
 typedef struct sim_entry {
     uint8_t type;    /* sim_entry_type */
     uint8_t phase;   /* sim_phase */
@@ -39,17 +43,23 @@ typedef struct sim_entry {
     uint8_t pcie;    /* sim_pcie */
     uint8_t impl;    /* attention: cpb_attn_impl (which curve times it) */
     int16_t stream;
-    int32_t name;    /* SIM_COLL: index into the world's name table; -1 otherwise */
     int32_t ev;      /* SIM_RECORD / SIM_WAIT: event id */
-    int32_t group;   /* SIM_COLL: index into the world's group table */
-    int32_t dst, src, root; /* SIM_COLL: peers / root as world ranks (-1: none) */
-    int64_t seq;     /* SIM_COLL: the group's sequence number */
-    double flops;    /* SIM_OP: model FLOPs */
+    int32_t name;    /* SIM_COLL: index into the world's name table; -1 otherwise */
     double bytes;    /* SIM_OP: bytes read + written; SIM_COLL: bytes this rank sends */
-    /* what sets the efficiency of one call (timeline.c):
-     * gemm: m, n, k, batch; attention: sq (query rows), hq (heads), pairs; unused: 0 */
-    int64_t w0, w1, w2, w3;
-    double share;    /* SIM_OP with pcie: PCIe sharing factor of the timing model's pass */
+    union {
+        struct {     /* SIM_OP */
+            double flops; /* model FLOPs */
+            /* what sets the efficiency of one call (timeline.c):
+             * gemm: m, n, k, batch; attention: sq (query rows), hq (heads), pairs; unused: 0 */
+            int64_t w0, w1, w2, w3;
+            double share; /* with pcie: PCIe sharing factor of the timing model's pass */
+        };
+        struct {     /* SIM_COLL */
+            int32_t group;          /* index into the world's group table */
+            int32_t dst, src, root; /* peers / root as world ranks (-1: none) */
+            int64_t seq;            /* the group's sequence number */
+        };
+    };
 } sim_entry;
 
 typedef struct sim_trace {

@@ -58,17 +58,33 @@ typedef struct rstate {
     double *arr;     /* [n] collectives: arrival time (the stream's free time) ... */
     int64_t *arrsrc; /* ... and the entry that set it */
     int64_t *pred;   /* [n] the entry whose end set this entry's start */
+    int64_t *copies[2]; /* timed host<->device copies (H2D, D2H): their entry indices ... */
+    int64_t ncopies[2]; /* ... and how many (the PCIe sharing looks at these alone) */
 } rstate;
+
+/* A group collective's completion, once one replayed member has seen every member arrive:
+ * the latest arrival (the first such member in group order), the entry that set it and
+ * the largest bytes.  Every replayed member of the group waits for the same arrivals, so
+ * the others take it from here instead of scanning the whole group again (P scans of a
+ * world-sized group per collective made the replay cost P x C per collective). */
+typedef struct coll_done {
+    int64_t seq;     /* -1: not complete yet */
+    double beg, bytes;
+    int64_t src;
+} coll_done;
 
 typedef struct replay {
     cpb_sim_world *w;
     const cpb_sim_hw *hw;
     int P;           /* replayed ranks: 0 .. P-1 */
     int K;           /* world / P: how many ranks each replayed one stands for */
+    int gpn;         /* GPUs per node */
     rstate *rs;      /* [P] */
     coll_index *cix; /* [P * ngroups] */
     int **sorted;    /* [ngroups] each group's members in ascending order */
     int *img;        /* [ngroups * K] group moved back by k * P (-2: not looked up yet, -1: none) */
+    coll_done **done; /* [ngroups][nseq[g]] completions by group and sequence number */
+    int64_t *nseq;
     int *ghash;      /* open addressing table of group indices by (member set, occurrence) */
     int ghash_cap;
     char *err;
@@ -171,13 +187,34 @@ static int build_coll_index(replay *R)
 {
     cpb_sim_world *w = R->w;
     int ng = w->ngroups;
-    R->cix = calloc((size_t)R->P * (size_t)(ng > 0 ? ng : 1), sizeof *R->cix);
-    if (!R->cix) return CPB_ERR_NOMEM_HOST;
+    R->cix = calloc((size_t)(R->P > 0 ? R->P : 1) * (size_t)(ng > 0 ? ng : 1), sizeof *R->cix);
+    R->done = calloc((size_t)(ng > 0 ? ng : 1), sizeof *R->done);
+    R->nseq = calloc((size_t)(ng > 0 ? ng : 1), sizeof *R->nseq);
+    if (!R->cix || !R->done || !R->nseq) return CPB_ERR_NOMEM_HOST;
     for (int r = 0; r < R->P; r++) {
-        const sim_trace *t = &w->traces[r];
+        sim_trace *t = &w->traces[r];
+        rstate *rs = &R->rs[r];
+        int64_t ncap[2] = {0, 0};
+        /* first guess of the PCIe shares: every GPU of the node copies at the same time
+         * (symmetric schedules do), so such schedules settle after one pass; only
+         * host<->device copies are timed by their share (op_time.c) */
+        const int node0 = r / R->gpn * R->gpn, in_node = w->world - node0 < R->gpn ? w->world - node0 : R->gpn;
         for (int64_t i = 0; i < t->n; i++) {
-            const sim_entry *e = &t->e[i];
+            sim_entry *e = &t->e[i];
+            if (e->type == SIM_OP && (e->pcie == SIM_PCIE_H2D || e->pcie == SIM_PCIE_D2H)) e->share = in_node;
+            if (e->type == SIM_OP && (e->pcie == SIM_PCIE_H2D || e->pcie == SIM_PCIE_D2H) &&
+                e->phase != SIM_PHASE_SETUP) {
+                int d = e->pcie == SIM_PCIE_D2H;
+                if (rs->ncopies[d] == ncap[d]) {
+                    ncap[d] = ncap[d] ? 2 * ncap[d] : 64;
+                    int64_t *nc = realloc(rs->copies[d], sizeof *nc * (size_t)ncap[d]);
+                    if (!nc) return CPB_ERR_NOMEM_HOST;
+                    rs->copies[d] = nc;
+                }
+                rs->copies[d][rs->ncopies[d]++] = i;
+            }
             if (e->type != SIM_COLL) continue;
+            if (e->seq >= R->nseq[e->group]) R->nseq[e->group] = e->seq + 1;
             coll_index *c = &R->cix[(int64_t)r * ng + e->group];
             if (e->seq >= c->n) {
                 int64_t nn = c->n ? c->n : 16;
@@ -196,7 +233,18 @@ static int build_coll_index(replay *R)
             c->idx[e->seq] = i;
         }
     }
+    for (int g = 0; g < ng; g++) {
+        if (R->nseq[g] <= 0) continue;
+        R->done[g] = malloc(sizeof *R->done[g] * (size_t)R->nseq[g]);
+        if (!R->done[g]) return CPB_ERR_NOMEM_HOST;
+    }
     return CPB_OK;
+}
+
+static void clear_done(replay *R)
+{
+    for (int g = 0; g < R->w->ngroups; g++)
+        for (int64_t q = 0; q < R->nseq[g]; q++) R->done[g][q].seq = -1;
 }
 
 /* ---------------------------------------------------------------- collectives */
@@ -288,7 +336,15 @@ static int try_group(replay *R, int r, const sim_entry *e, int *done, double *be
 {
     rstate *rs = &R->rs[r];
     const sim_group *g = &R->w->groups[e->group];
+    coll_done *cd = &R->done[e->group][e->seq];
     *done = 0;
+    if (cd->seq == e->seq) {
+        /* another replayed member saw every member arrive: the same scan's result */
+        rs->scan_beg = cd->beg;
+        rs->scan_src = cd->src;
+        rs->scan_bytes = cd->bytes;
+        rs->scan = g->size;
+    }
     for (; rs->scan < g->size; rs->scan++) {
         int m = g->ranks[rs->scan], ready;
         member x;
@@ -307,6 +363,7 @@ static int try_group(replay *R, int r, const sim_entry *e, int *done, double *be
         }
         if (x.e->bytes > rs->scan_bytes) rs->scan_bytes = x.e->bytes;
     }
+    if (cd->seq != e->seq) *cd = (coll_done){e->seq, rs->scan_beg, rs->scan_bytes, rs->scan_src};
     *beg = rs->scan_beg;
     *src = rs->scan_src;
     double t = e->phase == SIM_PHASE_SETUP ? 0.0 : sim_group_coll_time(R->hw, e->kind, g, rs->scan_bytes);
@@ -421,6 +478,7 @@ static void free_ranks(replay *R)
     for (int r = 0; r < R->P; r++) {
         rstate *s = &R->rs[r];
         free(s->ev), free(s->evsrc), free(s->t0), free(s->t1), free(s->arr), free(s->arrsrc), free(s->pred);
+        free(s->copies[0]), free(s->copies[1]);
     }
     free(R->rs);
     R->rs = NULL;
@@ -437,6 +495,10 @@ static void free_all(replay *R)
         for (int g = 0; g < R->w->ngroups; g++) free(R->sorted[g]);
         free(R->sorted);
     }
+    if (R->done)
+        for (int g = 0; g < R->w->ngroups; g++) free(R->done[g]);
+    free(R->done);
+    free(R->nseq);
     free(R->img);
     free(R->ghash);
 }
@@ -468,13 +530,16 @@ static int one_pass(replay *R)
         rstate *s = &R->rs[r];
         sim_trace *t = &R->w->traces[r];
         double *keep[7] = {s->ev, (double *)s->evsrc, s->t0, s->t1, s->arr, (double *)s->arrsrc, (double *)s->pred};
+        int64_t *cp[2] = {s->copies[0], s->copies[1]}, ncp[2] = {s->ncopies[0], s->ncopies[1]};
         memset(s, 0, sizeof *s);
+        s->copies[0] = cp[0], s->copies[1] = cp[1], s->ncopies[0] = ncp[0], s->ncopies[1] = ncp[1];
         s->ev = keep[0], s->evsrc = (int64_t *)keep[1], s->t0 = keep[2], s->t1 = keep[3], s->arr = keep[4];
         s->arrsrc = (int64_t *)keep[5], s->pred = (int64_t *)keep[6];
         for (int k = 0; k < CPB_MAX_STREAMS; k++) s->sfsrc[k] = -1;
         for (int k = 0; k < t->nevents; k++) s->ev[k] = 0, s->evsrc[k] = -1;
         s->last_id = -1;
     }
+    clear_done(R);
     for (;;) {
         int64_t total = 0, left = 0;
         for (int r = 0; r < R->P; r++) {
@@ -499,7 +564,9 @@ static int update_shares(replay *R, double *max_change)
     cpb_sim_world *w = R->w;
     int gpn = R->hw->gpus_per_node > 0 ? R->hw->gpus_per_node : 8;
     int64_t n = 0;
-    for (int r = 0; r < R->P; r++) n += w->traces[r].n;
+    for (int r = 0; r < R->P; r++) n += R->rs[r].ncopies[0] + R->rs[r].ncopies[1];
+    *max_change = 0;
+    if (n == 0) return CPB_OK; /* no timed copies: nothing shares the link */
     sim_copy *c = malloc(sizeof *c * (size_t)(n > 0 ? n : 1));
     int *count = calloc((size_t)R->P, sizeof *count);
     if (!c || !count) {
@@ -515,9 +582,12 @@ static int update_shares(replay *R, double *max_change)
             for (int r = 0; r < R->P; r++) {
                 if (!count[r]) continue;
                 sim_trace *t = &w->traces[r];
-                for (int64_t i = 0; i < t->n; i++)
-                    if (t->e[i].type == SIM_OP && t->e[i].pcie == dir && t->e[i].phase != SIM_PHASE_SETUP)
-                        c[k++] = (sim_copy){R->rs[r].t0[i], R->rs[r].t1[i], &t->e[i], count[r]};
+                const rstate *rs = &R->rs[r];
+                const int d = dir == SIM_PCIE_D2H;
+                for (int64_t j = 0; j < rs->ncopies[d]; j++) {
+                    const int64_t i = rs->copies[d][j];
+                    c[k++] = (sim_copy){rs->t0[i], rs->t1[i], &t->e[i], count[r]};
+                }
             }
             double ch;
             if (sim_pcie_shares(c, k, &ch)) {
@@ -583,22 +653,17 @@ int cpb_sim_timeline(cpb_sim_world *w, const cpb_sim_hw *hw, cpb_sim_timing *out
 {
     memset(out, 0, sizeof *out);
     int P = w->period > 0 && w->period <= w->world && w->world % w->period == 0 ? w->period : w->world;
-    replay R = {.w = w, .hw = hw, .P = P, .K = w->world / P, .err = err, .err_len = err_len};
+    replay R = {.w = w, .hw = hw, .P = P, .K = w->world / P, .gpn = hw->gpus_per_node > 0 ? hw->gpus_per_node : 8,
+                .err = err, .err_len = err_len};
     int rc = build_groups(&R);
-    if (rc == CPB_OK) rc = build_coll_index(&R);
     if (rc == CPB_OK) rc = alloc_ranks(&R);
+    if (rc == CPB_OK) rc = build_coll_index(&R);
     if (rc != CPB_OK) {
         if (rc == CPB_ERR_NOMEM_HOST) snprintf(err, err_len, "timing model: out of host memory");
         free_all(&R);
         return rc;
     }
-    /* first guess: every GPU of the node copies at the same time (symmetric schedules do),
-     * so such schedules settle after one pass */
-    int gpn = hw->gpus_per_node > 0 ? hw->gpus_per_node : 8;
-    for (int r = 0; r < P; r++) {
-        int node0 = r / gpn * gpn, in_node = w->world - node0 < gpn ? w->world - node0 : gpn;
-        for (int64_t i = 0; i < w->traces[r].n; i++) w->traces[r].e[i].share = in_node;
-    }
+    /* (the first guess of the PCIe shares is set by build_coll_index) */
     /* PCIe sharing: replay, re-estimate each copy's share from the overlaps, replay again
      * until the shares move by less than 1e-3 (a few passes; 20 at most) */
     for (int pass = 1; pass <= 20; pass++) {

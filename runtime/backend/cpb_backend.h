@@ -226,6 +226,7 @@ struct cpb_ctx {
     char stream_names[CPB_MAX_STREAMS][24];
     int nevents;
     char range[CPB_RANGE_LEN];
+    int range_len;            /* strlen(range), kept by push and pop (every op copies range) */
     int range_mark[CPB_RANGE_DEPTH];
     int range_depth;
     char opname[CPB_RANGE_LEN + 64];

@@ -129,3 +129,41 @@ Test(race, collectives_are_accesses_too)
     cr_assert_float_eq(got[31], 4.0f, 0.0f, "a one-member all-to-all is a copy");
     cpb_ctx_destroy(ctx);
 }
+
+/* A buffer written in many disjoint blocks on one stream (all-gather CP's gathered K,V):
+ * the records another stream is not yet ordered after are exactly those after its last
+ * wait, however many there are, and the race names the earliest of them that conflicts. */
+Test(race, many_blocks_ordered_up_to_the_last_wait)
+{
+    cpb_ctx *ctx = t_ctx();
+    int comm = comm_stream(ctx);
+    enum { NB = 600, BL = 4 };
+    cpb_buf *a = t_buf(ctx, NB * BL, CPB_FP32, "gathered");
+    cpb_event ev;
+    for (int i = 0; i < NB; i++) {
+        cr_assert_eq(cpb_fill(ctx, comm, cpb_span(a, (int64_t)i * BL, BL), 1.0f), CPB_OK, "%s", cpb_errmsg(ctx));
+        if (i == NB / 2 - 1) cr_assert_eq(cpb_event_record(ctx, comm, &ev), CPB_OK);
+    }
+    cr_assert_eq(cpb_stream_wait(ctx, CPB_STREAM_COMPUTE, ev), CPB_OK);
+    /* the blocks before the event are ordered: compute may overwrite any of them */
+    for (int i = 0; i < NB / 2; i += 7)
+        cr_assert_eq(cpb_fill(ctx, CPB_STREAM_COMPUTE, cpb_span(a, (int64_t)i * BL, BL), 0.0f), CPB_OK, "block %d: %s",
+                     i, cpb_errmsg(ctx));
+    /* a read spanning the boundary conflicts with the first block after the event */
+    cr_assert_eq(cpb_range_push(ctx, "late"), CPB_OK);
+    cpb_buf *b = t_buf(ctx, 4 * BL, CPB_FP32, "b");
+    int rc = cpb_copy(ctx, CPB_STREAM_COMPUTE, cpb_whole(b), cpb_span(a, (int64_t)(NB / 2 - 2) * BL, 4 * BL));
+    cr_assert_eq(rc, CPB_ERR_RACE, "block %d was filled after the event", NB / 2);
+    char want[64];
+    snprintf(want, sizeof want, "elements [%d, %d)", (NB / 2 - 2) * BL, (NB / 2 + 2) * BL);
+    cr_assert(strstr(cpb_errmsg(ctx), want) && strstr(cpb_errmsg(ctx), "write by 'fill' on stream 'comm'"), "%s",
+              cpb_errmsg(ctx));
+    cpb_clear_error(ctx);
+    /* once compute waits for everything, no block races */
+    cr_assert_eq(cpb_stream_join(ctx, CPB_STREAM_COMPUTE, comm), CPB_OK);
+    for (int i = 0; i < NB; i += 13)
+        cr_assert_eq(cpb_fill(ctx, CPB_STREAM_COMPUTE, cpb_span(a, (int64_t)i * BL, BL), 0.0f), CPB_OK, "block %d: %s",
+                     i, cpb_errmsg(ctx));
+    cr_assert_eq(cpb_range_pop(ctx), CPB_OK);
+    cpb_ctx_destroy(ctx);
+}
