@@ -23,6 +23,19 @@
  * from 16 ranks the refinement costs at most an eighth of the point it may save */
 #define CPB_PLAN_REFINE_MIN_RANKS 16
 
+int cpb_plan_cand_unsimulated(const cpb_plan_cand *c)
+{
+    return c->bound == CPB_BOUND_ERROR && c->row.code == CPB_ERR_UNSUPPORTED;
+}
+
+/* a failed candidate is counted as declined by the simulator or as an error (a bug) */
+static void count_failure(cpb_plan *pl, const cpb_plan_cand *c)
+{
+    if (c->bound != CPB_BOUND_ERROR) return;
+    if (cpb_plan_cand_unsimulated(c)) pl->unsimulated++;
+    else pl->errors++;
+}
+
 const char *cpb_plan_bound_name(int bound)
 {
     switch (bound) {
@@ -646,7 +659,7 @@ static int run_pruned(search *s)
         if (!c->fits) {
             /* done: memory alone says it does not fit (or rank 0 failed) */
             ndone++;
-            if (c->bound == CPB_BOUND_ERROR) pl->errors++;
+            count_failure(pl, c);
             continue;
         }
         /* by the bound on its speed, fastest first (insertion: a few hundred at most) */
@@ -690,7 +703,7 @@ static int run_pruned(search *s)
         rc = eval_point(o, c->m, &q, c, 0, s->err, s->err_len);
         c->max_seq = max_seq;
         pl->points += c->points - before;
-        if (c->bound == CPB_BOUND_ERROR) pl->errors++;
+        count_failure(pl, c);
         done[i] = 1;
     }
     free(idx);
@@ -778,7 +791,7 @@ int cpb_plan_search(const cpb_plan_opts *o, cpb_plan *pl, char *err, size_t err_
             rc = run_candidate(&s, i);
             pl->points += pl->c[i].points;
             pl->probes += pl->c[i].probes;
-            if (pl->c[i].bound == CPB_BOUND_ERROR) pl->errors++;
+            count_failure(pl, &pl->c[i]);
         }
     }
     if (o->progress && rc == CPB_OK) o->progress(o->progress_ctx, pl->n, pl->n, pl->points, "");

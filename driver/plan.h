@@ -123,7 +123,10 @@ typedef struct cpb_plan {
     int methods;              /* methods searched */
     int refused;              /* knob combinations a method or a check refused */
     char refusals[2048];      /* methods with no candidate at all, each with its reason */
-    int errors;               /* candidates whose simulation failed */
+    int errors;               /* candidates whose simulation failed (a bug: the plan exits 1) */
+    int unsimulated;          /* candidates the simulator declined (status unsupported: a point
+                                 beyond its trace bound); listed with the reason, never recommended,
+                                 and not a bug (cpb_plan_count_failure) */
     int points;               /* points simulated (in full) */
     int probes;               /* points decided by memory alone (one rank each) */
     int pruned;               /* candidates pruned by the bound on their speed (cand.pruned) */
@@ -168,6 +171,10 @@ int cpb_plan_layout(const cpb_plan_opts *o, const cpb_knobs *given, cpb_knobs *c
  * CPB_ERR_INVALID for bad input with err set.  Release with cpb_plan_free. */
 int cpb_plan_search(const cpb_plan_opts *o, cpb_plan *out, char *err, size_t err_len);
 void cpb_plan_free(cpb_plan *pl);
+/* a candidate whose simulation did not finish (bound CPB_BOUND_ERROR): 1 when the simulator
+ * declined the point (status unsupported, e.g. more trace entries than its bound), which is a
+ * limit of the tool and not a bug; 0 for any other failure, which is a bug */
+int cpb_plan_cand_unsimulated(const cpb_plan_cand *c);
 
 /* The ranking, frontier and recommendation of the candidates, with the rules pl->min_headroom
  * and pl->tie (0: CPB_PLAN_TIE) (called by cpb_plan_search; exposed for tests) */

@@ -131,7 +131,7 @@ static void bound_text(const cpb_plan_cand *c, char *buf, size_t len)
         else snprintf(buf, len, "host memory +%.2f GiB", gib(c->need_host - c->cap_host));
         break;
     default:
-        snprintf(buf, len, "error");
+        snprintf(buf, len, "%s", cpb_plan_cand_unsimulated(c) ? "unsupported" : "error");
     }
 }
 
@@ -273,7 +273,8 @@ static void print_table(const ctx *x, const cpb_plan *pl)
         printf("%4d  %-8s %-*s %-15s %s%9.2f %15s %9.2f %13s %9s %13s %11s  %s%s%s%s\n", k + 1, c->m->name,
                kw, knobs_or_dash(c), at, ctxs, gib(c->need), head, gib(c->need_host), t, st, tf, mfu, bound,
                c->frontier ? "  *" : "", notes[0] ? "  " : "", notes);
-        if (c->bound == CPB_BOUND_ERROR) printf("      error: %s\n", c->row.reason);
+        if (c->bound == CPB_BOUND_ERROR)
+            printf("      %s: %s\n", cpb_plan_cand_unsimulated(c) ? "not simulated" : "error", c->row.reason);
     }
     if (shown < pl->n) printf("(%d more candidates not shown: --top %d)\n", pl->n - shown, x->a->top);
     printf("(* on the Pareto frontier; tie: within the uncertainty of the recommendation's group; under-floor: less "
@@ -675,6 +676,11 @@ int cpb_cmd_plan(const cpb_cli *c)
                 "of the symmetric mode): %s\n", pl.exact_why);
         code = 1;
     }
+    if (pl.unsimulated)
+        /* a limit of the simulator, not a bug: the plan stands on the rest, and says so */
+        fprintf(stderr, "cpbench plan: %d candidate%s not simulated: the simulator declined %s (status unsupported, "
+                "e.g. more trace entries than its bound; reasons in the table); the recommendation is among the "
+                "others\n", pl.unsimulated, pl.unsimulated == 1 ? " was" : "s were", pl.unsimulated == 1 ? "it" : "them");
     if (pl.errors) {
         fprintf(stderr, "cpbench plan: %d candidate%s failed to simulate (a bug; their reasons are in the table)\n",
                 pl.errors, pl.errors == 1 ? "" : "s");

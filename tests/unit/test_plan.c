@@ -489,3 +489,25 @@ Test(plan, framework_settings_of_a_recommendation)
     cr_expect(strstr(out, "megatron") == NULL, "%s", out);
     cr_expect_eq(cpb_plan_framework_settings(cpb_method_find("fpdt"), &p, "megatron", out, sizeof out), 0);
 }
+
+/* a candidate the simulator declined (status unsupported: e.g. more trace entries than its
+ * bound) is a limit of the tool, counted apart from the errors that make plan exit 1; any
+ * other failure stays an error, and a candidate that ran is neither */
+Test(plan, a_declined_point_is_not_an_error)
+{
+    cpb_plan_cand c;
+    memset(&c, 0, sizeof c);
+    c.bound = CPB_BOUND_ERROR;
+    c.row.code = CPB_ERR_UNSUPPORTED;
+    cr_expect_eq(cpb_plan_cand_unsimulated(&c), 1);
+    c.row.code = CPB_ERR_RACE;
+    cr_expect_eq(cpb_plan_cand_unsimulated(&c), 0, "a race is a bug, not a limit");
+    c.row.code = CPB_ERR_INVALID;
+    cr_expect_eq(cpb_plan_cand_unsimulated(&c), 0);
+    c.bound = CPB_BOUND_DEVICE_MEM;
+    c.row.code = CPB_ERR_OOM;
+    cr_expect_eq(cpb_plan_cand_unsimulated(&c), 0, "out of memory is a result");
+    c.bound = CPB_BOUND_COMPUTE;
+    c.row.code = CPB_ERR_UNSUPPORTED; /* not possible for a fitting candidate; the bound decides */
+    cr_expect_eq(cpb_plan_cand_unsimulated(&c), 0);
+}
