@@ -10,6 +10,7 @@
 #include "gpu_profiles.h"
 #include "knobs.h"
 #include "model_scope.h"
+#include "plan_frameworks.h"
 #include "provenance.h"
 #include "registry.h"
 #include "sweep.h"
@@ -572,18 +573,28 @@ static int run_candidate(search *s, int i)
 
 /* Candidate i cannot change the plan's answer, by its speed's upper bound (its probe's
  * row: cpb_sim_opts.memory_only): two candidates already simulated in full, each fitting,
- * of its calibration, leaving at least as much memory free (more, or as much and earlier
- * in the search order) and, with --max-context, reaching at least its length, are faster
- * than its bound by more than the tie.  Then it is not the recommendation nor tied with it
- * (an eligible one of its kind that reaches as far is that much faster), not the runner-up
- * (two eligible ones rank before it), not the fastest, the roomiest or on the frontier
- * (each of the two dominates it: what it would dominate, they do too).  An uncalibrated
- * one needs a single candidate of any kind once a calibrated one is eligible (below). */
-static int prunable(const cpb_plan *pl, int i, const char *done)
+ * of its calibration, faster than its bound, leaving at least as much memory free (more,
+ * or as much and earlier in the search order), with --max-context reaching at least its
+ * length, and, when a framework (plan_opts.stack's) runs it, run by a framework too.  Each
+ * of the two is then at least as good in every respect the rules read:
+ *   - not the recommendation: were it tied with the best, they would be too (faster), and
+ *     of the tied the most headroom wins, then the faster;
+ *   - not the fastest, the runner-up (two eligible ones rank before it), the roomiest (one
+ *     as roomy ranks before it) or on the frontier (each dominates it, and so what it would
+ *     dominate);
+ *   - not the tied candidate a framework runs that the plan names (one of the two, tied
+ *     whenever it is, leaves as much memory free);
+ * but it may be tied itself: when its bound is within the tie of the best, cpb_plan_rank
+ * counts it in ties_unknown (its speed is not known closely enough to say).  The tied
+ * candidates are a crowd at scale (on 1,024 GPUs at 128M, 253 within 2%: most of the
+ * compute-bound ones), and simulating each in full only to count it was most of the
+ * search's time.  An uncalibrated one needs a single candidate of any kind once a
+ * calibrated one is eligible (below). */
+static int prunable(const cpb_plan *pl, int i, const char *done, const signed char *in_fw)
 {
     const cpb_plan_cand *c = &pl->c[i];
     const int uncal = cpb_plan_row_uncalibrated(&c->row);
-    const double ub = c->row.tokens_per_s_per_gpu, tie = pl->tie > 0 ? pl->tie : CPB_PLAN_TIE, hc = cpb_plan_headroom(c);
+    const double ub = c->row.tokens_per_s_per_gpu, hc = cpb_plan_headroom(c);
     /* an uncalibrated one, once a calibrated one simulated in full is eligible (fits with
      * the floor's headroom): the recommendation is calibrated (plan.h), so it is neither the
      * recommendation, tied, nor the runner-up (each of the recommendation's kind); what is
@@ -601,9 +612,10 @@ static int prunable(const cpb_plan *pl, int i, const char *done)
         const cpb_plan_cand *d = &pl->c[j];
         if (!done[j] || !d->fits || d->max_seq < c->max_seq) continue;
         if (!cal_eligible && cpb_plan_row_uncalibrated(&d->row) != uncal) continue;
+        if (in_fw[i] > 0 && in_fw[j] <= 0) continue;
         const double hd = cpb_plan_headroom(d);
         if (hd < hc || (hd == hc && j > i)) continue;
-        if (d->row.tokens_per_s_per_gpu * (1.0 - tie) > ub) beaten++;
+        if (d->row.tokens_per_s_per_gpu > ub) beaten++;
     }
     return beaten >= need;
 }
@@ -644,8 +656,9 @@ static int run_pruned(search *s)
     cpb_plan *pl = s->pl;
     int *idx = malloc(sizeof(int) * (size_t)(pl->n > 0 ? pl->n : 1));
     char *done = calloc((size_t)(pl->n > 0 ? pl->n : 1), 1), *refined = calloc((size_t)(pl->n > 0 ? pl->n : 1), 1);
-    if (!idx || !done || !refined) {
-        free(idx), free(done), free(refined);
+    signed char *in_fw = calloc((size_t)(pl->n > 0 ? pl->n : 1), 1); /* 1: a framework runs it (prunable) */
+    if (!idx || !done || !refined || !in_fw) {
+        free(idx), free(done), free(refined), free(in_fw);
         snprintf(s->err, s->err_len, "plan: out of host memory for %d candidates", pl->n);
         return CPB_ERR_NOMEM_HOST;
     }
@@ -662,6 +675,7 @@ static int run_pruned(search *s)
             count_failure(pl, c);
             continue;
         }
+        in_fw[i] = (signed char)cpb_plan_in_framework(c->m, &c->p, o->stack);
         /* by the bound on its speed, fastest first (insertion: a few hundred at most) */
         int k = nfit++;
         while (k > 0 && pl->c[idx[k - 1]].row.tokens_per_s_per_gpu < c->row.tokens_per_s_per_gpu) {
@@ -673,7 +687,7 @@ static int run_pruned(search *s)
     for (int k = 0; k < nfit && rc == CPB_OK; k++) {
         int i = idx[k];
         cpb_plan_cand *c = &pl->c[i];
-        if (!o->every_row && prunable(pl, i, done)) {
+        if (!o->every_row && prunable(pl, i, done, in_fw)) {
             c->pruned = 1;
             pl->pruned++;
             continue;
@@ -709,6 +723,7 @@ static int run_pruned(search *s)
     free(idx);
     free(done);
     free(refined);
+    free(in_fw);
     return rc;
 }
 

@@ -61,6 +61,8 @@ typedef struct cpb_plan_opts {
                                 command's default CPB_PLAN_MIN_HEADROOM; 0: none) */
     double tie;              /* the uncertainty within which speeds tie (0: CPB_PLAN_TIE) */
     const char *methods;     /* search only these: "m1,m2" (NULL or "": every method) */
+    const char *stack;       /* --stack: the framework family whose settings the plan names (NULL
+                                or "": any); pruning keeps the tied candidates a family has */
     /* 1: simulate every point in full.  By default a point is decided by memory first
      * (rank 0 alone, exact by the symmetric-allocation rule) and only the points that fit
      * are simulated in full; the plan is the same (tests/unit/test_plan_prune.c).  The
@@ -93,9 +95,10 @@ typedef struct cpb_plan_cand {
     int probes;               /* points decided by memory alone (rank 0: plan_opts.no_prune) */
     /* not simulated in full: it fits (its memory is exact), and its row's times are a
      * lower bound and its rates an upper bound (cpb_sim_opts.memory_only) by which two
-     * candidates simulated in full are faster, beyond the tie, with no more memory; it
-     * cannot be the recommendation, tied, the runner-up, the fastest or on the frontier
-     * (plan.c, prunable).  Its row is not a prediction: --out does not write it. */
+     * candidates simulated in full are faster, with no more memory; it cannot be the
+     * recommendation, the runner-up, the fastest, the roomiest or on the frontier (plan.c,
+     * prunable).  Whether it is tied is not known when its bound is within the tie of the
+     * best (cpb_plan.ties_unknown).  Its row is not a prediction: --out does not write it. */
     int pruned;
     int frontier;             /* on the Pareto frontier (memory vs tokens/s; max_context: length vs tokens/s) */
     /* the recommendation's rules (cpb_plan_rank) */
@@ -117,7 +120,11 @@ typedef struct cpb_plan {
     int best_calibrated;      /* the first fitting, calibrated one of the table (-1: none) */
     int roomiest_low;         /* when none is eligible: the fitting one with the most headroom */
     int rec_uncalibrated;     /* the recommendation is uncalibrated: no calibrated one is eligible */
-    int ties;                 /* candidates tied with the recommendation (itself not counted) */
+    int ties;                 /* candidates simulated in full tied with the recommendation (itself
+                                 not counted) */
+    int ties_unknown;         /* pruned candidates whose bound is within the tie of the best: each
+                                 may be tied (a plan without pruning counts the tied among them in
+                                 ties); none is the recommendation (plan.c, prunable) */
     int low;                  /* fitting candidates under the headroom floor */
     double min_headroom, tie; /* the rules applied (cpb_plan_rank reads them) */
     int methods;              /* methods searched */
@@ -175,6 +182,11 @@ void cpb_plan_free(cpb_plan *pl);
  * declined the point (status unsupported, e.g. more trace entries than its bound), which is a
  * limit of the tool and not a bug; 0 for any other failure, which is a bug */
 int cpb_plan_cand_unsimulated(const cpb_plan_cand *c);
+
+/* Of the candidates tied with the recommendation, the one with the most headroom that a
+ * framework (of family stack, when not NULL or "") runs (cpb_plan_in_framework): as good a
+ * choice by the prediction, named when the recommendation is this suite's own.  -1: none. */
+int cpb_plan_tied_in_framework(const cpb_plan *pl, const char *stack);
 
 /* The ranking, frontier and recommendation of the candidates, with the rules pl->min_headroom
  * and pl->tie (0: CPB_PLAN_TIE) (called by cpb_plan_search; exposed for tests) */

@@ -139,3 +139,10 @@ int cpb_plan_framework_settings(const cpb_method *m, const cpb_problem *p, const
                  tp > 1 ? " under tensor parallelism" : "");
     return k;
 }
+
+int cpb_plan_in_framework(const cpb_method *m, const cpb_problem *p, const char *family)
+{
+    if (!strcmp(m->name, "fpdt") && !strcmp(cpb_knob_str(p, "fpdt_impl"), "pipelined")) return 0;
+    char buf[2048];
+    return cpb_plan_framework_settings(m, p, family, buf, sizeof buf) > 0;
+}

@@ -24,6 +24,11 @@ int cpb_plan_stack_methods(const char *family, char *out, size_t len);
 int cpb_plan_framework_settings(const cpb_method *m, const cpb_problem *p, const char *family, char *out,
                                 size_t len);
 
+/* 1 when a framework (of family, when not NULL or "") runs method m with p's knobs as this
+ * suite does: it has settings for it, and it is not FPDT's pipelined schedule (DeepSpeed
+ * ships its own).  The plan names the roomiest tied candidate so available. */
+int cpb_plan_in_framework(const cpb_method *m, const cpb_problem *p, const char *family);
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "plan.h"
+#include "plan_frameworks.h"
 
 static const cpb_plan *sort_plan; /* qsort has no context argument */
 static int sort_max_context;
@@ -76,7 +77,7 @@ static int choose(cpb_plan *pl, int max_context, int calibrated)
 {
     int best = -1;
     for (int k = 0; k < pl->n && best < 0; k++)
-        if (eligible(&pl->c[pl->order[k]], calibrated)) best = pl->order[k];
+        if (eligible(&pl->c[pl->order[k]], calibrated) && !pl->c[pl->order[k]].pruned) best = pl->order[k];
     if (best < 0) return -1;
     const double tie = pl->tie > 0 ? pl->tie : CPB_PLAN_TIE;
     /* with max_context: the longest to within the bisection step, and of those the fastest */
@@ -84,13 +85,19 @@ static int choose(cpb_plan *pl, int max_context, int calibrated)
     int64_t reach = max_context ? pl->c[best].max_seq - (pl->bisect > 0 ? pl->bisect : 0) : 0;
     for (int i = 0; i < pl->n; i++) {
         const cpb_plan_cand *c = &pl->c[i];
-        if (eligible(c, calibrated) && (!max_context || c->max_seq >= reach) && tps(c) > top) top = tps(c);
+        if (eligible(c, calibrated) && !c->pruned && (!max_context || c->max_seq >= reach) && tps(c) > top) top = tps(c);
     }
-    int rec = -1, n = 0;
+    int rec = -1, n = 0, unknown = 0;
     for (int k = 0; k < pl->n; k++) {
         int i = pl->order[k];
         cpb_plan_cand *c = &pl->c[i];
         if (!eligible(c, calibrated) || (max_context && c->max_seq < reach) || tps(c) < top * (1.0 - tie)) continue;
+        if (c->pruned) {
+            /* its speed is a bound within the tie: it may be tied, never recommended
+             * (plan.c, prunable) */
+            unknown++;
+            continue;
+        }
         c->tie = 1;
         n++;
         if (rec < 0) {
@@ -102,6 +109,7 @@ static int choose(cpb_plan *pl, int max_context, int calibrated)
         if (hc > hr || (hc == hr && tps(c) > tps(r))) rec = i;
     }
     pl->ties = n - 1;
+    pl->ties_unknown = unknown;
     if (n == 1) pl->c[rec].tie = 0;
     return rec;
 }
@@ -112,7 +120,7 @@ void cpb_plan_rank(cpb_plan *pl, int max_context)
     pl->order = malloc(sizeof(int) * (size_t)(pl->n > 0 ? pl->n : 1));
     pl->recommended = pl->closest = pl->runner_up = pl->roomy = -1;
     pl->fastest = pl->best_calibrated = pl->roomiest_low = -1;
-    pl->rec_uncalibrated = pl->ties = pl->low = 0;
+    pl->rec_uncalibrated = pl->ties = pl->ties_unknown = pl->low = 0;
     if (!pl->order) return;
     for (int i = 0; i < pl->n; i++) {
         cpb_plan_cand *c = &pl->c[i];
@@ -161,4 +169,15 @@ void cpb_plan_rank(cpb_plan *pl, int max_context)
         for (int j = 0; j < pl->n && c->frontier; j++)
             if (j != i && fits(&pl->c[j]) && dominates(&pl->c[j], c, max_context)) c->frontier = 0;
     }
+}
+
+int cpb_plan_tied_in_framework(const cpb_plan *pl, const char *stack)
+{
+    int best = -1;
+    for (int i = 0; i < pl->n; i++) {
+        const cpb_plan_cand *c = &pl->c[i];
+        if (!c->tie || i == pl->recommended || !cpb_plan_in_framework(c->m, &c->p, stack)) continue;
+        if (best < 0 || cpb_plan_headroom(c) > cpb_plan_headroom(&pl->c[best])) best = i;
+    }
+    return best;
 }

@@ -282,9 +282,9 @@ static void print_table(const ctx *x, const cpb_plan *pl)
            "estimate, docs/attention.md; knobs' attn= is the --attn choice, the attn column what ran, per call class)\n");
     if (pl->pruned)
         printf("(pruned: %d candidates fit (memory exact) but were not simulated in full: a bound on their speed from one "
-               "or two ranks' streams is slower, by more than the tie, than two candidates needing no more memory (one, "
+               "or two ranks' streams is slower than two candidates simulated in full needing no more memory (one, "
                "for an uncalibrated candidate once a calibrated one is eligible), so they cannot change the "
-               "recommendation, the ties or the frontier; CPB_PLAN_NO_PRUNE=1 simulates them)\n",
+               "recommendation or the frontier; CPB_PLAN_NO_PRUNE=1 simulates them)\n",
                pl->pruned);
 }
 
@@ -416,7 +416,14 @@ static void print_recommendation(const ctx *x, const cpb_plan *pl)
     if (pl->ties > 0)
         printf(";\n       %d other%s within %.0f%% of the best of them (a tie: the prediction cannot rank them), and "
                "of the tied it leaves the most memory free", pl->ties, pl->ties == 1 ? " is" : "s are", tie_pct);
-    else if (pl->runner_up >= 0) {
+    if (pl->ties_unknown > 0)
+        /* pruned with a bound within the tie (plan.h): each leaves no more memory free than
+         * two faster ones, so none would be chosen */
+        printf("%s %d pruned one%s may be %s (a bound on %s tokens/s is within the tie; %s no more memory free "
+               "than two faster ones)", pl->ties > 0 ? ";\n       and" : ";\n      ", pl->ties_unknown,
+               pl->ties_unknown == 1 ? "" : "s", pl->ties > 0 ? "tied too" : "tied with it",
+               pl->ties_unknown == 1 ? "its" : "each one's", pl->ties_unknown == 1 ? "it leaves" : "each leaves");
+    if (pl->ties == 0 && pl->runner_up >= 0) {
         const cpb_plan_cand *u = &pl->c[pl->runner_up];
         if (x->o->max_context && u->max_seq < r->max_seq) {
             char S2[32];
@@ -459,14 +466,7 @@ static void print_recommendation(const ctx *x, const cpb_plan *pl)
     printf("  in the frameworks%s:\n%s", nf ? " that have it (driver/plan_frameworks.c cites each setting)" : "", fw);
     if (!nf && pl->ties > 0) {
         /* of the tied, the roomiest that a framework has: as good a choice by the prediction */
-        int best = -1;
-        for (int i = 0; i < pl->n; i++) {
-            const cpb_plan_cand *c = &pl->c[i];
-            if (!c->tie || i == pl->recommended) continue;
-            if (!strcmp(cpb_knob_str(&c->p, "fpdt_impl"), "pipelined")) continue; /* not DeepSpeed's schedule */
-            if (cpb_plan_framework_settings(c->m, &c->p, x->a->stack, fw, sizeof fw) == 0) continue;
-            if (best < 0 || cpb_plan_headroom(c) > cpb_plan_headroom(&pl->c[best])) best = i;
-        }
+        const int best = cpb_plan_tied_in_framework(pl, x->a->stack);
         if (best >= 0) {
             const cpb_plan_cand *c = &pl->c[best];
             cpb_plan_framework_settings(c->m, &c->p, x->a->stack, fw, sizeof fw);
@@ -623,6 +623,7 @@ int cpb_cmd_plan(const cpb_cli *c)
     o.seq_stop = a->seq_stop;
     o.bisect = a->bisect;
     o.methods = methods;
+    o.stack = a->stack;
     o.min_headroom = a->min_headroom / 100.0;
     o.tie = CPB_PLAN_TIE;
     /* the shape: the problem of no method at this length (the knobs come per candidate) */
