@@ -590,7 +590,7 @@ static int run_candidate(search *s, int i)
  * compute-bound ones), and simulating each in full only to count it was most of the
  * search's time.  An uncalibrated one needs a single candidate of any kind once a
  * calibrated one is eligible (below). */
-static int prunable(const cpb_plan *pl, int i, const char *done, const signed char *in_fw)
+static int prunable(const cpb_plan *pl, int i, const char *done, const signed char *in_fw, int64_t reach)
 {
     const cpb_plan_cand *c = &pl->c[i];
     const int uncal = cpb_plan_row_uncalibrated(&c->row);
@@ -607,17 +607,44 @@ static int prunable(const cpb_plan *pl, int i, const char *done, const signed ch
                        !(cpb_plan_headroom(d) < pl->min_headroom);
     }
     const int need = cal_eligible ? 1 : 2;
+    /* with --max-context, one shorter than the recommendation's reach (reach_of) is never
+     * tied nor recommended: headroom matters to it only as the runner-up's eligibility and
+     * the roomiest's threshold, so the two need not leave as much memory free as it does */
+    const int untied = reach > 0 && c->max_seq < reach;
     int beaten = 0;
     for (int j = 0; j < pl->n && beaten < need; j++) {
         const cpb_plan_cand *d = &pl->c[j];
         if (!done[j] || !d->fits || d->max_seq < c->max_seq) continue;
         if (!cal_eligible && cpb_plan_row_uncalibrated(&d->row) != uncal) continue;
-        if (in_fw[i] > 0 && in_fw[j] <= 0) continue;
         const double hd = cpb_plan_headroom(d);
-        if (hd < hc || (hd == hc && j > i)) continue;
+        if (untied) {
+            if (hd < pl->min_headroom) continue;                      /* eligible: a runner-up before it */
+            if (hc >= CPB_PLAN_ROOMY && hd < CPB_PLAN_ROOMY) continue; /* roomy whenever it is */
+        } else {
+            if (in_fw[i] > 0 && in_fw[j] <= 0) continue;
+            if (hd < hc || (hd == hc && j > i)) continue;
+        }
         if (d->row.tokens_per_s_per_gpu > ub) beaten++;
     }
     return beaten >= need;
+}
+
+/* With --max-context, the length within which candidates may tie with the recommendation
+ * (cpb_plan_rank's choose: the longest eligible one's, less the bisection step), from the
+ * candidates marked in `among` (NULL: all) that fit with the floor's headroom, calibrated
+ * ones first; 0 when none does.  Every candidate's length is known from its probes before
+ * any point in full, so run_pruned knows it first and checks it after. */
+static int64_t reach_of(const cpb_plan *pl, const char *among, int64_t bisect)
+{
+    int64_t best[2] = {0, 0}; /* calibrated, uncalibrated */
+    for (int i = 0; i < pl->n; i++) {
+        const cpb_plan_cand *c = &pl->c[i];
+        if ((among && !among[i]) || !c->fits || cpb_plan_headroom(c) < pl->min_headroom) continue;
+        const int u = cpb_plan_row_uncalibrated(&c->row);
+        if (c->max_seq > best[u]) best[u] = c->max_seq;
+    }
+    const int64_t b = best[0] ? best[0] : best[1];
+    return b > bisect ? b - bisect : b > 0 ? 1 : 0;
 }
 
 /* Candidate i's bound again from two ranks, rank 0 and the last (cpb_sim_opts.memory_only
@@ -646,6 +673,56 @@ static int refine(search *s, int i, int *kept)
     return CPB_OK;
 }
 
+/* The points in full of the fitting candidates queued in idx (by their bound, fastest
+ * first), each unless prunable by the ones simulated before it (reach: reach_of, 0 at a
+ * fixed length); those already done or pruned are passed over. */
+static int full_pass(search *s, int *idx, int nfit, char *done, char *refined, const signed char *in_fw,
+                     int64_t reach, char *short_pruned, int *ndone)
+{
+    const cpb_plan_opts *o = s->o;
+    cpb_plan *pl = s->pl;
+    int rc = CPB_OK;
+    for (int k = 0; k < nfit && rc == CPB_OK; k++) {
+        int i = idx[k];
+        cpb_plan_cand *c = &pl->c[i];
+        if (done[i] || c->pruned) continue;
+        if (!o->every_row && prunable(pl, i, done, in_fw, reach)) {
+            c->pruned = 1;
+            short_pruned[i] = reach > 0 && c->max_seq < reach;
+            pl->pruned++;
+            continue;
+        }
+        if (!o->every_row && !refined[i] && c->p.C >= CPB_PLAN_REFINE_MIN_RANKS) {
+            /* before a point in full, the tighter bound of two ranks (rank 0 and the last,
+             * cpb_sim_opts.memory_only 2): back in the queue where it puts the candidate,
+             * it may be pruned there */
+            refined[i] = 1;
+            int kb = 0;
+            rc = refine(s, i, &kb);
+            if (rc != CPB_OK) break;
+            if (kb) {
+                const double ub = c->row.tokens_per_s_per_gpu;
+                int j = k;
+                for (; j + 1 < nfit && pl->c[idx[j + 1]].row.tokens_per_s_per_gpu > ub; j++) idx[j] = idx[j + 1];
+                idx[j] = i;
+                k--; /* the queue's next one, or this one again at its new place */
+                continue;
+            }
+        }
+        if (o->progress) o->progress(o->progress_ctx, (*ndone)++, pl->n, pl->points, c->m->name);
+        /* its length (with --max-context the longest kept) in full */
+        cpb_problem q = c->p;
+        const int64_t max_seq = c->max_seq;
+        const int before = c->points;
+        rc = eval_point(o, c->m, &q, c, 0, s->err, s->err_len);
+        c->max_seq = max_seq;
+        pl->points += c->points - before;
+        count_failure(pl, c);
+        done[i] = 1;
+    }
+    return rc;
+}
+
 /* The search, pruned (plan_opts.no_prune unset): every candidate's memory and an upper
  * bound on its speed from rank 0 alone (a probe; with --max-context, its bisection by
  * probes and the probe at the length kept); those that fit are simulated in full, the most
@@ -657,8 +734,9 @@ static int run_pruned(search *s)
     int *idx = malloc(sizeof(int) * (size_t)(pl->n > 0 ? pl->n : 1));
     char *done = calloc((size_t)(pl->n > 0 ? pl->n : 1), 1), *refined = calloc((size_t)(pl->n > 0 ? pl->n : 1), 1);
     signed char *in_fw = calloc((size_t)(pl->n > 0 ? pl->n : 1), 1); /* 1: a framework runs it (prunable) */
-    if (!idx || !done || !refined || !in_fw) {
-        free(idx), free(done), free(refined), free(in_fw);
+    char *short_pruned = calloc((size_t)(pl->n > 0 ? pl->n : 1), 1);   /* pruned as shorter than the reach */
+    if (!idx || !done || !refined || !in_fw || !short_pruned) {
+        free(idx), free(done), free(refined), free(in_fw), free(short_pruned);
         snprintf(s->err, s->err_len, "plan: out of host memory for %d candidates", pl->n);
         return CPB_ERR_NOMEM_HOST;
     }
@@ -684,46 +762,30 @@ static int run_pruned(search *s)
         }
         idx[k] = i;
     }
-    for (int k = 0; k < nfit && rc == CPB_OK; k++) {
-        int i = idx[k];
-        cpb_plan_cand *c = &pl->c[i];
-        if (!o->every_row && prunable(pl, i, done, in_fw)) {
-            c->pruned = 1;
-            pl->pruned++;
-            continue;
+    /* with --max-context the reach is known from the probes; should a point in full fail
+     * (then it is not eligible), the reach is shorter: the ones pruned as shorter than the
+     * reach assumed but not than the real one are reconsidered */
+    int64_t reach = o->max_context ? reach_of(pl, NULL, o->bisect) : 0;
+    while (rc == CPB_OK) {
+        rc = full_pass(s, idx, nfit, done, refined, in_fw, reach, short_pruned, &ndone);
+        if (rc != CPB_OK || !o->max_context) break;
+        const int64_t real = reach_of(pl, done, o->bisect);
+        int again = 0;
+        for (int i = 0; real < reach && i < pl->n; i++) {
+            cpb_plan_cand *c = &pl->c[i];
+            if (!c->pruned || !short_pruned[i] || c->max_seq < real) continue;
+            c->pruned = short_pruned[i] = 0;
+            pl->pruned--;
+            again = 1;
         }
-        if (!o->every_row && !refined[i] && c->p.C >= CPB_PLAN_REFINE_MIN_RANKS) {
-            /* before a point in full, the tighter bound of two ranks (rank 0 and the last,
-             * cpb_sim_opts.memory_only 2): back in the queue where it puts the candidate,
-             * it may be pruned there */
-            refined[i] = 1;
-            int kb = 0;
-            rc = refine(s, i, &kb);
-            if (rc != CPB_OK) break;
-            if (kb) {
-                const double ub = c->row.tokens_per_s_per_gpu;
-                int j = k;
-                for (; j + 1 < nfit && pl->c[idx[j + 1]].row.tokens_per_s_per_gpu > ub; j++) idx[j] = idx[j + 1];
-                idx[j] = i;
-                k--; /* the queue's next one, or this one again at its new place */
-                continue;
-            }
-        }
-        if (o->progress) o->progress(o->progress_ctx, ndone++, pl->n, pl->points, c->m->name);
-        /* its length (with --max-context the longest kept) in full */
-        cpb_problem q = c->p;
-        const int64_t max_seq = c->max_seq;
-        const int before = c->points;
-        rc = eval_point(o, c->m, &q, c, 0, s->err, s->err_len);
-        c->max_seq = max_seq;
-        pl->points += c->points - before;
-        count_failure(pl, c);
-        done[i] = 1;
+        if (!again) break;
+        reach = real;
     }
     free(idx);
     free(done);
     free(refined);
     free(in_fw);
+    free(short_pruned);
     return rc;
 }
 

@@ -263,3 +263,36 @@ Test(plan_prune, tied_crowd_pruned_with_its_ties_counted_as_unknown)
     cr_expect_gt(a.ties, 0, "and some tied ones were simulated in full");
     cpb_plan_free(&a);
 }
+
+Test(plan_prune, max_context_shorter_than_the_reach_pruned_whatever_its_headroom)
+{
+    /* with --max-context a candidate shorter than the recommendation's reach (the longest
+     * eligible length less the bisection step) is never tied: two eligible ones simulated in
+     * full that reach as far and run faster than its bound prune it even when they leave
+     * less memory free (plan.c, prunable's `untied`).  The plan is the unpruned one, and the
+     * rule was used: some pruned candidate has fewer than two such with as much headroom */
+    cpb_plan_opts o = opts("llama3-8b", 16, 0, "layer", "ring,ulysses,usp");
+    o.max_context = 1;
+    o.seq_start = 16 * 32768;
+    o.seq_stop = 16 * 32768 * 64;
+    o.bisect = 16 * 32768;
+    same_plan(o, 1);
+    static cpb_plan a;
+    char err[1024] = "";
+    cr_assert_eq(cpb_plan_search(&o, &a, err, sizeof err), CPB_OK, "%s", err);
+    int by_length = 0;
+    for (int i = 0; i < a.n; i++) {
+        const cpb_plan_cand *c = &a.c[i];
+        if (!c->pruned) continue;
+        int roomier = 0;
+        for (int j = 0; j < a.n; j++) {
+            const cpb_plan_cand *d = &a.c[j];
+            if (d->pruned || !d->fits || d->max_seq < c->max_seq) continue;
+            roomier += cpb_plan_headroom(d) >= cpb_plan_headroom(c) &&
+                       d->row.tokens_per_s_per_gpu > c->row.tokens_per_s_per_gpu;
+        }
+        by_length += roomier < 2;
+    }
+    cr_expect_gt(by_length, 0, "a candidate pruned by the rule for the ones shorter than the reach");
+    cpb_plan_free(&a);
+}
