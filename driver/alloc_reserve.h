@@ -8,7 +8,8 @@
  * The rules, read in pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp at commit
  * 001074d25084fdb87a799823e395a50f5ec044d3 (DeviceCachingAllocator::malloc, free,
  * get_free_block, should_split, get_allocation_size, round_size, free_block,
- * try_merge_blocks, release_cached_blocks; the same rules in the 2.4-2.6 releases), with
+ * try_merge_blocks, release_cached_blocks; the version the code index holds, not checked
+ * release by release against 2.4-2.6, whose constants and rules these are as far as known), with
  * the default configuration (PYTORCH_CUDA_ALLOC_CONF unset: max_split_size unlimited,
  * roundup_power2_divisions 0, no garbage_collection_threshold, expandable_segments off):
  *
