@@ -285,6 +285,24 @@ static void memory(cpb_model_estimate *e, const shape *x)
     e->peak_moment = 0;
     for (int k = 1; k < CPB_MOMENT_COUNT; k++)
         if (e->moment[k].total > e->moment[e->peak_moment].total) e->peak_moment = k;
+    /* The caching allocator's reserve (model_scope_loss_seq.c): the loss replayed on the
+     * allocator within the room the rest of its moment leaves; the other moments are not
+     * replayed (reserve 0: not modelled).  Reserved memory is monotone between releases, so
+     * max_memory_reserved is the largest over the moments of what each holds; it never
+     * enters the fit (the totals above). */
+    memset(e->reserve, 0, sizeof e->reserve);
+    cpb_loss_reserve_of(su, su->cp, tok, x->V, x->D, e->capacity - (c->total - c->work), &e->loss_reserve);
+    e->reserve[CPB_MOMENT_LOSS] = e->loss_reserve.reserve;
+    e->reserved_moment = 0;
+    for (int k = 1; k < CPB_MOMENT_COUNT; k++)
+        if (e->moment[k].total + e->reserve[k] > e->moment[e->reserved_moment].total + e->reserve[e->reserved_moment])
+            e->reserved_moment = k;
+    /* the CUDA context and NCCL's buffers are outside the caching allocator (cudaMalloc /
+     * cuMem by the driver and by NCCL itself); the cuBLAS workspaces and the allocator
+     * items of the fixed memory are blocks of it (docs/simulator.md) */
+    const int64_t outside = e->fixed.cuda_ctx + e->fixed.nccl;
+    e->peak_device = e->moment[e->reserved_moment].total + e->reserve[e->reserved_moment];
+    e->peak_reserved = e->peak_device - outside;
     /* host: the offloaded checkpoints, what the method itself keeps on the host, and
      * FPDT_LogitsLoss's lm_output.to('cpu').  A pinned copy is a block of PyTorch's caching
      * host allocator, which rounds every request up to a power of two and keeps the block

@@ -97,6 +97,14 @@ enum { CPB_MLP_TILE_HIDDEN = 0, /* tiles of D tokens (TiledMLP) */
        CPB_MLP_TILE_FPDT };     /* tiles of FPDT chunk / C / 2 tokens (FPDT_FFN) */
 enum { CPB_LOSS_FUSED_LINEAR_CE = 0, /* Liger: chunks of c tokens with c*V ~ s*D */
        CPB_LOSS_FPDT_CHUNKED };     /* FPDT_LogitsLoss: chunks of 256 tokens, fp32 logits */
+/* Whose loss code runs, event by event, for the caching allocator's replay of the loss
+ * (model_scope_loss_seq.c cites each); NONE: not replayed, the reserve not modelled. */
+enum { CPB_LOSS_CODE_NONE = 0,
+       CPB_LOSS_CODE_HF,          /* transformers ForCausalLMLoss: logits.float(), cross_entropy */
+       CPB_LOSS_CODE_TORCHTITAN,  /* TorchTitan's loss_fn (pred.flatten(0, 1).float()) and del pred */
+       CPB_LOSS_CODE_ARCTIC,      /* ArcticTraining SFTTrainer.loss: ForCausalLMLoss at SP 1, else not replayed */
+       CPB_LOSS_CODE_LIGER };     /* Liger's fused_linear_cross_entropy_forward chunk loop */
+const char *cpb_loss_code_name(int code);
 
 /* fp8 linear layers' casts (model_scope_fp8.c): HBM bytes per element of a linear's input
  * x [T, K], weight w [K, N] and output gradient dy [T, N]; all zero where the framework's fp8
@@ -132,6 +140,8 @@ typedef struct cpb_framework {
     int mlp_fp32_grads;      /* 1: fp32 accumulators of the MLP weight gradients */
     int mlp_grad_acc_bytes;  /* HBM bytes per MLP weight element per tile to add the tile's weight gradient */
     int loss;                /* CPB_LOSS_* */
+    int unfused_loss_code;   /* CPB_LOSS_CODE_*: the loss code without a fused loss (the allocator replay) */
+    int fused_loss_code;     /* CPB_LOSS_CODE_*: the fused loss's code */
     int head_grad_acc_bytes; /* HBM bytes per LM-head element per loss chunk to add its gradient */
     /* ---- the preset's parts (model_scope_setup.c: each a knob the command line overrides) */
     int zero;                /* sharding stage of the model states: 0 none (DDP), 1 optimizer states, 2 + gradients,
@@ -303,6 +313,23 @@ int64_t cpb_host_per_used_gpu(const struct cpb_gpu_profile *prof, int64_t gpus);
 void cpb_fixed_mem_describe(const cpb_fixed_mem *f, char *buf, size_t len);
 cpb_model_buckets cpb_model_mem_buckets(const cpb_model_mem *m);
 
+/* The caching allocator's reserve in the loss phase (model_scope_loss_seq.c): the loss's
+ * allocations and frees replayed on PyTorch's caching allocator (alloc_reserve.h) from an
+ * empty pool, within `room` bytes (the capacity less the rest of the loss moment).  Never a
+ * limit on fit: reported beside the peak, as what max_memory_reserved would read. */
+typedef struct cpb_loss_reserve {
+    int code;                /* CPB_LOSS_CODE_* replayed (NONE: not modelled, reserve 0) */
+    int64_t requested_peak;  /* the replay's peak of the bytes the tensors requested */
+    int64_t reserve;         /* the phase's max reserved less that peak (>= 0) */
+    int64_t reserve_at_peak; /* reserved at the requested peak less it */
+    int releases;            /* cached segments released after a failed cudaMalloc (room too small) */
+    int oom;                 /* the loss's requests do not fit the room: no reserve */
+} cpb_loss_reserve;
+/* the loss of setup su on tok tokens per GPU of a model with vocabulary V and hidden D,
+ * the context-parallel degree cp (whose code runs can depend on it) */
+void cpb_loss_reserve_of(const cpb_setup *su, int cp, double tok, double V, double D, int64_t room,
+                         cpb_loss_reserve *out);
+
 typedef struct cpb_model_estimate {
     cpb_problem p;
     const cpb_model_spec *spec;
@@ -319,6 +346,17 @@ typedef struct cpb_model_estimate {
     int64_t capacity;               /* device bytes (the profile's memory or --mem-cap); the fixed
                                        per-GPU memory is in the peak (fixed), not subtracted here */
     cpb_fixed_mem fixed;            /* the fixed per-GPU memory, itemized */
+    /* The caching allocator's reserve (bytes it holds beyond the tensors' requests): replayed
+     * for the loss (loss_reserve), 0 at the moments no sequence is replayed for (not
+     * modelled).  It does not count toward fit (status, max context): the allocator
+     * releases its cached segments before it fails. */
+    cpb_loss_reserve loss_reserve;
+    int64_t reserve[CPB_MOMENT_COUNT];
+    int reserved_moment;            /* the moment of the largest total + reserve */
+    int64_t peak_reserved;          /* predicted torch.cuda.max_memory_reserved: max over the moments of the
+                                       total less the CUDA context and NCCL's buffers (outside the caching
+                                       allocator) plus the reserve */
+    int64_t peak_device;            /* predicted nvidia-smi used memory: max over the moments of total + reserve */
     int64_t host_bytes, host_capacity; /* host bytes per GPU (checkpoints + method) */
     int ckpt_pageable;              /* checkpoint copies are pageable (not pinned) */
     int64_t ckpt_host_block;        /* host bytes one offloaded checkpoint holds (pinned: rounded up to 2^k) */

@@ -107,6 +107,8 @@ static const cpb_framework frameworks[] = {
          * gradients, Adam on the GPU */
         .zero = 3, .opt_cpu = 0, .param_offload = 0, .master_bytes = 4, .grad_bytes = 4, .copy16 = 0,
         .ckpt = CPB_CKPT_FULL, .ckpt_offload = 1, .tiled_mlp = 1, .fused_loss = 1, .grad_sync_per_step = 0,
+        /* the allocator replay of the loss (model_scope_loss_seq.c): non-fused, fused */
+        .unfused_loss_code = CPB_LOSS_CODE_TORCHTITAN, .fused_loss_code = CPB_LOSS_CODE_LIGER,
         .parts_source = "[TT], [FSDP2]",
         /* [AOF8] --linear-dtype fp8 runs torchao Float8Linear, tensorwise dynamic scaling */
         .fp8 = {.fwd_x = 5, .fwd_w = 5, .bwd_x = 2, .bwd_dy = 7, .bwd_w = 2},
@@ -156,6 +158,8 @@ static const cpb_framework frameworks[] = {
         /* [MDS] ZeRO-3 with --fp16: 16-bit parameters and gradients, an fp32 master */
         .zero = 3, .opt_cpu = 0, .param_offload = 0, .master_bytes = 4, .grad_bytes = 2, .copy16 = 1,
         .ckpt = CPB_CKPT_FULL, .ckpt_offload = 1, .tiled_mlp = 1, .fused_loss = 1, .grad_sync_per_step = 0,
+        /* the allocator replay of the loss (model_scope_loss_seq.c): non-fused, fused */
+        .unfused_loss_code = CPB_LOSS_CODE_NONE, .fused_loss_code = CPB_LOSS_CODE_NONE,
         .parts_source = "[MDS], [DSC], [DSAC]", .half = "fp16",
     },
     {
@@ -187,6 +191,8 @@ static const cpb_framework frameworks[] = {
                   "arXiv 2506.13996",
         .zero = 3, .opt_cpu = 1, .param_offload = 0, .master_bytes = 4, .grad_bytes = 2, .copy16 = 1,
         .ckpt = CPB_CKPT_FULL, .ckpt_offload = 1, .tiled_mlp = 1, .fused_loss = 1, .grad_sync_per_step = 0,
+        /* the allocator replay of the loss (model_scope_loss_seq.c): non-fused, fused */
+        .unfused_loss_code = CPB_LOSS_CODE_ARCTIC, .fused_loss_code = CPB_LOSS_CODE_LIGER,
         .parts_source = "[ALST], [ZO], [DSC]",
     },
     {
@@ -208,6 +214,8 @@ static const cpb_framework frameworks[] = {
                   "TrainingArguments.gradient_checkpointing",
         .zero = 3, .opt_cpu = 1, .param_offload = 0, .master_bytes = 4, .grad_bytes = 2, .copy16 = 1,
         .ckpt = CPB_CKPT_FULL, .ckpt_offload = 0, .tiled_mlp = 0, .fused_loss = 0, .grad_sync_per_step = 0,
+        /* the allocator replay of the loss (model_scope_loss_seq.c): non-fused, fused */
+        .unfused_loss_code = CPB_LOSS_CODE_HF, .fused_loss_code = CPB_LOSS_CODE_LIGER,
         .parts_source = "[HFDS], [ZO]",
     },
     {
@@ -225,6 +233,8 @@ static const cpb_framework frameworks[] = {
                   "FSDP2)",
         .zero = 3, .opt_cpu = 0, .param_offload = 0, .master_bytes = 4, .grad_bytes = 4, .copy16 = 0,
         .ckpt = CPB_CKPT_FULL, .ckpt_offload = 0, .tiled_mlp = 0, .fused_loss = 0, .grad_sync_per_step = 0,
+        /* the allocator replay of the loss (model_scope_loss_seq.c): non-fused, fused */
+        .unfused_loss_code = CPB_LOSS_CODE_TORCHTITAN, .fused_loss_code = CPB_LOSS_CODE_LIGER,
         .parts_source = "[TTD], [FSDP2]",
         /* [AOF8] --linear-dtype fp8 runs torchao Float8Linear, tensorwise dynamic scaling */
         .fp8 = {.fwd_x = 5, .fwd_w = 5, .bwd_x = 2, .bwd_dy = 7, .bwd_w = 2},
@@ -247,6 +257,8 @@ static const cpb_framework frameworks[] = {
         .source = "Megatron Core distributed optimizer and activation recomputation guides (docs.nvidia.com)",
         .zero = 1, .opt_cpu = 0, .param_offload = 0, .master_bytes = 4, .grad_bytes = 4, .copy16 = 1,
         .ckpt = CPB_CKPT_SELECTIVE, .ckpt_offload = 0, .tiled_mlp = 0, .fused_loss = 0, .grad_sync_per_step = 1,
+        /* the allocator replay of the loss (model_scope_loss_seq.c): non-fused, fused */
+        .unfused_loss_code = CPB_LOSS_CODE_NONE, .fused_loss_code = CPB_LOSS_CODE_NONE,
         .parts_source = "[MCDO], [MCR], [MCDDP]",
     },
 };

@@ -81,6 +81,20 @@ void cpb_model_estimate_print(FILE *f, const cpb_model_estimate *e)
     cpb_model_buckets b = cpb_model_mem_buckets(&e->moment[e->peak_moment]);
     fprintf(f, "peak in four buckets: model states %.2f GiB, attention activations %.2f GiB, other %.2f GiB, "
                "fixed per GPU %.2f GiB\n", gib(b.model), gib(b.attn_act), gib(b.other), gib(b.fixed));
+    /* the caching allocator's reserve: what max_memory_reserved and nvidia-smi would read,
+     * beside the peak, never a limit on fit */
+    const cpb_loss_reserve *lr = &e->loss_reserve;
+    char how[160];
+    if (lr->code == CPB_LOSS_CODE_NONE)
+        snprintf(how, sizeof how, "not modelled for this setup's loss");
+    else if (lr->oom)
+        snprintf(how, sizeof how, "none: the loss's requests do not fit the room its moment leaves");
+    else
+        snprintf(how, sizeof how, "%.2f GiB at the loss, replayed: %s%s", gib(lr->reserve),
+                 cpb_loss_code_name(lr->code), lr->releases ? "; cached segments released for room" : "");
+    fprintf(f, "reserved (what max_memory_reserved would read; not a limit on fit): %.2f GiB at the %s; nvidia-smi "
+               "%.2f GiB; the caching allocator's reserve %s; other moments' reserve not modelled\n",
+            gib(e->peak_reserved), cpb_model_moment_name(e->reserved_moment), gib(e->peak_device), how);
     char fx[512];
     cpb_fixed_mem_describe(&e->fixed, fx, sizeof fx);
     fprintf(f, "fixed per GPU: %s\n", fx);
@@ -199,6 +213,10 @@ void cpb_model_estimate_row(const cpb_model_estimate *e, cpb_row *row)
     row->attn_act_bytes = b.attn_act;
     row->other_bytes = b.other;
     row->fixed_bytes = b.fixed;
+    /* the allocator's reserve: beside the peak, not in it (model_scope.h) */
+    row->alloc_reserve_bytes = e->reserve[e->reserved_moment];
+    row->peak_reserved_bytes = e->peak_reserved;
+    row->peak_device_bytes = e->peak_device;
     row->intermediate_bytes = e->attn.intermediate_bytes;
     row->host_peak_bytes = e->host_bytes;
     row->capacity_bytes = e->capacity;

@@ -74,7 +74,7 @@ extern "C" {
       "uncalibrated (\"\" on other rows)")                                                    \
     L(capacity_bytes, "device capacity the trial ran under")                                 \
     L(peak_bytes, "tracked device high-water (max_memory_allocated)")                        \
-    L(reserved_bytes, "allocator-pool reserved high-water (max_memory_reserved; = peak on cpu/sim)") \
+    L(reserved_bytes, "allocator-pool reserved high-water (max_memory_reserved; = peak on cpu/sim: the model scope's prediction of it is peak_reserved_bytes)") \
     L(device_used_bytes, "driver-level used device memory above the baseline (cuda only, else 0)") \
     L(intermediate_bytes, "high-water of non-fixed tags (paper's intermediate tensor memory)") \
     L(host_peak_bytes, "pinned host high-water (offloading methods)")                        \
@@ -82,6 +82,12 @@ extern "C" {
     L(attn_act_bytes, "model scope: the attention layer's activations at the peak")          \
     L(other_bytes, "model scope: everything else at the peak (gathered weights, buffers, checkpoints, MLP, loss)") \
     L(fixed_bytes, "model scope: the fixed per-GPU memory (CUDA context, NCCL buffers, cuBLAS workspaces, allocator reserve)") \
+    L(alloc_reserve_bytes, "model scope: the caching allocator's reserve (cached free blocks and rounding beyond the " \
+      "requested bytes) at the moment of peak_reserved_bytes, replayed for the loss, 0 where not modelled; not in fit") \
+    L(peak_reserved_bytes, "model scope: predicted max_memory_reserved: the moment's total less the CUDA context and " \
+      "NCCL buffers, plus alloc_reserve_bytes (max over the moments); not a limit on fit; 0 on layer rows") \
+    L(peak_device_bytes, "model scope: predicted nvidia-smi used memory: the moment's total plus alloc_reserve_bytes " \
+      "(max over the moments); not a limit on fit; 0 on layer rows") \
     L(fwd_peak_bytes, "device high-water during forward")                                    \
     L(bwd_peak_bytes, "device high-water during backward")                                   \
     A(at_peak_bytes, CPB_TAG_COUNT, "device bytes by tag at the peak; names in the attribute at_peak_tags") \

@@ -9,7 +9,10 @@ Each row of external.csv (docs/external.md) is a published number (longest conte
 memory per GPU, throughput, model TFLOP/s or MFU) with the cpbench command that states its
 setup.  The command is run as written, with `cpbench` replaced by the binary and `--out`
 added, and its prediction is read from the results file (HDF5, via h5py: never from the
-text cpbench prints).  A `sweep`'s prediction is its largest length whose status is ok.
+text cpbench prints).  A `sweep`'s prediction is its largest length whose status is ok.  A
+peak_memory row's `basis` column says what its published number measures (allocated,
+reserved: max_memory_reserved, nvidia-smi) and so which results column it is compared with
+(BASES below).
 
 The report, external.md, has one row per measurement (prediction, ratio = predicted /
 published, verdict), the median and spread of the ratios per quantity, a figure of
@@ -42,8 +45,15 @@ ROOT = os.path.dirname(HERE)
 
 COLUMNS = ["id", "source", "locator", "model", "gpu", "gpus", "cp", "setup", "quantity",
            "flop_convention", "published", "unit", "reading", "command"]
-OPTIONAL = ["bound", "gap"]  # bound: "lower" when the source ran the value without seeking its limit;
-# gap: the mechanism a row that stays off is missing (docs/external.md)
+OPTIONAL = ["bound", "gap", "basis"]  # bound: "lower" when the source ran the value without seeking its limit;
+# gap: the mechanism a row that stays off is missing (docs/external.md); basis: what a peak_memory
+# row's published number measures, which names the results column it is compared with:
+#   allocated   torch.cuda.max_memory_allocated, or the tensors a setup holds (the default): peak_bytes,
+#               the model's peak with its fixed per-GPU memory (the limit on fit)
+#   reserved    torch.cuda.max_memory_reserved: peak_reserved_bytes (the caching allocator's segments:
+#               the peak less the CUDA context and NCCL's buffers, plus the allocator's reserve)
+#   nvidia-smi  the driver's used memory: peak_device_bytes (everything: the peak plus the reserve)
+BASES = {"allocated": "peak_bytes", "reserved": "peak_reserved_bytes", "nvidia-smi": "peak_device_bytes"}
 # quantity -> (units it may be published in, tolerance, what the prediction is read from)
 QUANTITIES = {
     "max_context": ({"tokens"}, 0.15),
@@ -123,6 +133,12 @@ def check_row(r, where, seen):
     r["published_v"] = v
     r.setdefault("bound", "")
     r.setdefault("gap", "")
+    r["basis"] = r.get("basis", "") or ("allocated" if q == "peak_memory" else "")
+    if q == "peak_memory" and r["basis"] not in BASES:
+        raise BadInput("%s: basis '%s' is not one of %s (what the published memory measures)" %
+                       (where, r["basis"], ", ".join(BASES)))
+    if q != "peak_memory" and r["basis"]:
+        raise BadInput("%s: basis '%s' is for peak_memory rows only; leave it empty" % (where, r["basis"]))
     if r["bound"] not in ("", "lower"):
         raise BadInput("%s: bound '%s' is not empty or 'lower'" % (where, r["bound"]))
     if q in ("tflops", "mfu") and r["flop_convention"] not in CONVENTIONS:
@@ -186,7 +202,14 @@ def predict(r, runs):
         return None, "%s: %s" % (st, s(x["reason"])[:200]), st
     if q == "peak_memory":
         div = float(1 << 30) if r["unit"] == "GiB" else 1e9
-        return float(x["peak_bytes"]) / div, "", "ok"
+        col = BASES[r["basis"]]
+        names = x.dtype.names or ()
+        if col not in names or (col != "peak_bytes" and int(x[col]) <= 0):
+            # a results file before schema 12 (or a row without the prediction): no reserved figure
+            return None, "basis %s: the results have no %s (cpbench before schema 12?)" % (r["basis"], col), "error"
+        note = "" if r["basis"] == "allocated" else "basis %s: %s (allocated peak %.2f)" % (
+            r["basis"], col, float(x["peak_bytes"]) / div)
+        return float(x[col]) / div, note, "ok"
     if q == "throughput":
         return float(x["tokens_per_s_per_gpu"]), "", "ok"
     tflops_col, mfu_col = CONVENTIONS[r["flop_convention"]]
@@ -383,14 +406,15 @@ def report(rows, history, out, csv_path):
              "throughput, TFLOP/s and MFU +-25%%. docs/external.md describes the method.\n" %
              (os.path.relpath(csv_path, ROOT), git_commit()))
     L.append("## Every measurement\n")
-    head = ["id", "source", "quantity", "published", "bound", "unit", "predicted", "ratio", "verdict"]
+    head = ["id", "source", "quantity", "published", "bound", "basis", "unit", "predicted", "ratio", "verdict"]
     head += ["ratio at '%s' (%s)" % (l, commits[l]) for l in labels]
     head += ["note", "command"]
     L.append("| " + " | ".join(head) + " |")
     L.append("|" + "---|" * len(head))
     for r in rows:
         q = r["quantity"]
-        c = [r["id"], r["source"], q, fmt(r["published_v"], q), r["bound"] or "value", r["unit"], fmt(r["pred"], q),
+        c = [r["id"], r["source"], q, fmt(r["published_v"], q), r["bound"] or "value", r["basis"] or "-", r["unit"],
+             fmt(r["pred"], q),
              "-" if r.get("ratio") is None else "%.2f" % r["ratio"], verdict(r)]
         for l in labels:
             h = hist.get((l, r["id"]))

@@ -675,7 +675,7 @@ BUCKET_NAMES = {"model_state_bytes": "model states", "attn_act_bytes": "attentio
                 "other_bytes": "other"}
 NOT_BUCKETS = {"capacity_bytes", "peak_bytes", "reserved_bytes", "device_used_bytes", "intermediate_bytes",
                "host_peak_bytes", "fwd_peak_bytes", "bwd_peak_bytes", "at_peak_bytes", "comm_bytes",
-               "pcie_bytes"}
+               "pcie_bytes", "alloc_reserve_bytes", "peak_reserved_bytes", "peak_device_bytes"}
 BUCKET_COLORS = ["#4477AA", "#EE6677", "#BBBBBB", "#CCBB44", "#66CCEE", "#AA3377", "#228833"]
 
 

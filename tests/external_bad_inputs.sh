@@ -2,7 +2,8 @@
 # external_bad_inputs.sh CPBENCH WORKDIR SRCDIR — paper/external.py on malformed tables
 # (issue 24 §3): a published value that is not a number, a row with a field too many, an
 # unknown quantity, a unit that does not fit its quantity, a command that is not cpbench's, a
-# max_context row with a run command, a header without a column, a duplicate id, a file that
+# max_context row with a run command, a basis on a row that is not peak_memory or not one of
+# the bases, a header without a column, a duplicate id, a file that
 # is not UTF-8, an unknown --rows id.  Each must exit 2 with one line on stderr naming the
 # file (and the line where there is one), no traceback, and no report written.
 set -u
@@ -21,6 +22,9 @@ head_and runforsweep '2s/cpbench sweep/cpbench run/'
 head_and header '1s/,reading,/,note,/'
 { grep -v '^#' "$GOOD" | head -n 2; grep -v '^#' "$GOOD" | sed -n 2p; } > duplicate.csv
 { grep -v '^#' "$GOOD" | head -n 1; printf 'x\xff\xfe,broken\n'; } > notutf8.csv
+# basis: only on peak_memory rows, and one of allocated, reserved, nvidia-smi
+head_and basisonmax '2s/,$/,reserved/'
+{ grep -v '^#' "$GOOD" | head -n 1; grep '^alst-8b-1-hf-baseline-mem,' "$GOOD" | sed 's/,nvidia-smi$/,smi/'; } > basis.csv
 failed=0 n=0
 expect() { # NAME NAMED-IN-MESSAGE ARGS...
     local name=$1 named=$2
@@ -39,7 +43,7 @@ expect() { # NAME NAMED-IN-MESSAGE ARGS...
         echo "ok   $name: $(cat "$name.err")"
     fi
 }
-for c in nonnumber extrafield quantity unit command runforsweep; do
+for c in nonnumber extrafield quantity unit command runforsweep basisonmax basis; do
     expect "$c" "$c.csv line 2" --csv "$c.csv"
 done
 expect header "header.csv line 1" --csv header.csv

@@ -18,7 +18,7 @@ fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
 check_report() { # REPORT: the columns, the three rows, the summary and the not-expressible section
     local md=$1 col id
     [ -s "$md" ] || { fail "$md was not written"; return; }
-    for col in id source quantity published bound unit predicted ratio verdict note command; do
+    for col in id source quantity published bound basis unit predicted ratio verdict note command; do
         head -n 12 "$md" | grep -E "^\| id \|" | grep -qE "\| $col \|" || fail "$md: no column '$col' in the table's header"
     done
     for id in ${ROWS//,/ }; do
@@ -46,8 +46,8 @@ $PY "$SRC/paper/external.py" --cpbench "$CPB" --rows $ROWS --out "$W/stand-in/ex
 check_report "$W/stand-in/external.md"
 for id in alst-8b-8 hf-q4b-sp4-64k-mem; do
     line=$(grep -E "^\| $id \|" "$W/stand-in/external.md")
-    # columns: id source quantity published bound unit predicted ratio verdict
-    ratio=$(echo "$line" | awk -F'|' '{gsub(/ /, "", $9); print $9}')
+    # columns: id source quantity published bound basis unit predicted ratio verdict
+    ratio=$(echo "$line" | awk -F'|' '{gsub(/ /, "", $10); print $10}')
     echo "$ratio" | grep -qE '^[0-9]+\.[0-9]+$' || fail "$id: ratio '$ratio' is not a number"
     echo "$line" | grep -q "\[stand-in\]" || fail "$id: the stand-in is not marked"
 done
