@@ -44,7 +44,7 @@ extern "C" {
 #define CPB_RESULTS_SCHEMA "cpbench-results"
 /* Bump when a column changes; files of another version are refused for appending (reading
  * converts by column name and works across versions).  Version 7: results/README.md. */
-#define CPB_RESULTS_SCHEMA_VERSION 11
+#define CPB_RESULTS_SCHEMA_VERSION 12
 /* Each schema version's layout fingerprint (cpb_results_layout), oldest first; the last
  * line is this build's and must name CPB_RESULTS_SCHEMA_VERSION.  The unit test
  * results_layout recomputes the fingerprint from the stored types and fails when the layout
@@ -55,7 +55,8 @@ extern "C" {
 #define CPB_RESULTS_LAYOUTS(X)                                                                     \
     X(9, 0xb7905e86ae057264ull)                                                                    \
     X(10, 0xff8525ca3c3095bcull)                                                                   \
-    X(11, 0x8e187e48ddb2f7edull)
+    X(11, 0x8e187e48ddb2f7edull)                                                                   \
+    X(12, 0x68646aad37c66619ull)
 
 typedef struct cpb_results cpb_results; /* an open results file */
 
