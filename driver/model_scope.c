@@ -507,8 +507,10 @@ static void timing(cpb_model_estimate *e, const shape *x, const cpb_gpu_profile 
      * on the bus), over the network when the world spans nodes; per micro-batch unless the
      * framework reduces once per step */
     if (su->hsdp && su->dp > 1) {
-        double R = su->dp, wbw = x->W > gpn ? hw->inter_busbw : hw->coll_busbw,
-               wlat = x->W > gpn ? hw->inter_lat : hw->coll_lat;
+        /* (the replicas of one pipeline stage: its C x dp GPUs; x->W counts every stage) */
+        const double stage_w = x->C * su->dp;
+        double R = su->dp, wbw = stage_w > gpn ? hw->inter_busbw : hw->coll_busbw,
+               wlat = stage_w > gpn ? hw->inter_lat : hw->coll_lat;
         double ar = 2 * f->grad_reduce_bytes * x->t_total / x->N * (R - 1) / R / wbw + wlat;
         e->step_comm_s += (f->grad_sync_per_step ? 1 : K) * ar;
     }
