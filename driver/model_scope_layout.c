@@ -4,7 +4,8 @@
  * replicas are GPUs / cp.  --dp stays accepted: alone it chooses cp = GPUs / R, with --cp it
  * must agree.  The point carries cp as asked (its knob) and the replicas resolved (the dp
  * knob), so p->C x dp is the world and the assumptions block can say where each came
- * from. */
+ * from.  With --pp P (model_scope_pp.h) the pipeline is outermost: each of the P stages is
+ * such a layout of GPUs / P GPUs. */
 #include <stdio.h>
 
 #include "knobs.h"
