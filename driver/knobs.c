@@ -10,6 +10,7 @@
 
 #include "attn_choice.h"
 #include "model_scope.h"
+#include "model_scope_pp.h"
 #include "sim_layer.h"
 #include "tp_compose.h"
 
@@ -18,7 +19,7 @@
  * cpb_knobs_register) gets its options, columns and point-key fields like a method's.
  * attn (--attn) comes first: it is an accounting input on every backend. */
 static const cpb_knob *const driver_tables[] = {cpb_attn_knobs, cpb_sim_knobs, cpb_model_scope_knobs, cpb_setup_knobs,
-                                                   cpb_tp_knobs, NULL};
+                                                   cpb_tp_knobs, cpb_pp_knobs, NULL};
 
 #define MAX_EXTRA 8
 static const cpb_knob *extra_tables[MAX_EXTRA];

@@ -10,6 +10,7 @@
 #include "attn_choice.h"
 #include "flops_nemo.h"
 #include "model_scope_tp_mlp.h"
+#include "model_scope_pp.h"
 #include "gpu_profiles.h"
 #include "sim/timeline.h"
 
@@ -31,6 +32,11 @@ typedef struct shape {
      * adapters with LoRA, else every parameter) of a layer, of its MLP and of the model */
     double r, l_attn, l_mlp;
     double t_layer, t_mlp, t_total;
+    /* the pipeline rank the memory is of (model_scope_pp.h; without --pp the whole model):
+     * live, the layers' saved activations it holds at its peak (its micro-batches in flight
+     * x its layers); loss, 1 when the LM head and loss run on it */
+    double live;
+    int loss;
 } shape;
 
 static shape shape_of(const cpb_problem *p, const cpb_model_spec *sp)
@@ -64,6 +70,8 @@ static shape shape_of(const cpb_problem *p, const cpb_model_spec *sp)
     x.t_layer = x.r > 0 ? c.lora_layer : c.layer;
     x.t_mlp = x.r > 0 ? c.lora_mlp : c.mlp;
     x.t_total = x.r > 0 ? c.lora_total : c.total;
+    x.live = x.L;
+    x.loss = 1;
     return x;
 }
 
@@ -154,7 +162,7 @@ static void memory(cpb_model_estimate *e, const shape *x)
     const cpb_framework *f = e->fw;
     const cpb_setup *su = &e->setup;
     const cpb_row *t = &e->attn;
-    const double B = su->micro_batch, L = x->L;
+    const double B = su->micro_batch;
     const double tok = x->s * B; /* tokens of one micro-batch on this GPU */
     const double sD = x->s * x->D * B;
     /* sharded states: the parts' bytes per parameter (model_scope_setup.c), sharded over
@@ -191,8 +199,10 @@ static void memory(cpb_model_estimate *e, const shape *x)
      * untiled one also its four [s, F] intermediates), and the two norms' inputs [EST] */
     double keep = attn_saved + sD * BF16 + (su->tiled_mlp ? 0 : (x->m == 3 ? 4 : 2) * tok * x->F * BF16) + 2 * sD * BF16;
     int64_t ckpt, ckpt_all;
-    if (full) ckpt = ckpt_all = (int64_t)((offload ? f->ckpt_device_layers : L) * sD * BF16);
-    else ckpt = (int64_t)((L - 1) * keep), ckpt_all = (int64_t)(L * keep);
+    /* (under --pp the rank's layers x its micro-batches in flight: x->live) */
+    const double live = x->live;
+    if (full) ckpt = ckpt_all = (int64_t)((offload ? fmin(f->ckpt_device_layers, live) : live) * sD * BF16);
+    else ckpt = (int64_t)((live - 1) * keep), ckpt_all = (int64_t)(live * keep);
     /* the framework's communication buffers: the gradients in flight to their
      * reduce-scatter (FSDP2: the previous layer's, in reduce_dtype; ZeRO-3: its bucket) */
     int64_t comm = (int64_t)(rs_elems(f, x) * f->grad_reduce_bytes);
@@ -281,6 +291,8 @@ static void memory(cpb_model_estimate *e, const shape *x)
     }
     c->fixed = e->fixed.total;
     sum(c);
+    /* a pipeline rank without the LM head has no loss moment */
+    if (!x->loss) memset(c, 0, sizeof *c);
 
     e->peak_moment = 0;
     for (int k = 1; k < CPB_MOMENT_COUNT; k++)
@@ -312,7 +324,7 @@ static void memory(cpb_model_estimate *e, const shape *x)
      * And the model states offloaded to the host (optimizer, parameters). */
     e->ckpt_pageable = f->pin_max_tokens <= 0 || e->p.S > f->pin_max_tokens;
     e->ckpt_host_block = e->ckpt_pageable ? (int64_t)(sD * BF16) : pow2_ceil((int64_t)(sD * BF16));
-    e->host_bytes = (offload ? (int64_t)(L - f->ckpt_device_layers) * e->ckpt_host_block : 0) +
+    e->host_bytes = (offload ? (int64_t)fmax(0, live - f->ckpt_device_layers) * e->ckpt_host_block : 0) +
                     (int64_t)(t->host_peak_bytes * B);
     if (su->fused_loss && f->loss == CPB_LOSS_FPDT_CHUNKED) e->host_bytes += (int64_t)(sD * BF16);
     e->host_bytes += e->host_states;
@@ -513,8 +525,10 @@ static void timing(cpb_model_estimate *e, const shape *x, const cpb_gpu_profile 
      * on the bus), over the network when the world spans nodes; per micro-batch unless the
      * framework reduces once per step */
     if (su->hsdp && su->dp > 1) {
-        double R = su->dp, wbw = x->W > gpn ? hw->inter_busbw : hw->coll_busbw,
-               wlat = x->W > gpn ? hw->inter_lat : hw->coll_lat;
+        /* (the replicas of one pipeline stage: its C x dp GPUs; x->W counts every stage) */
+        const double stage_w = x->C * su->dp;
+        double R = su->dp, wbw = stage_w > gpn ? hw->inter_busbw : hw->coll_busbw,
+               wlat = stage_w > gpn ? hw->inter_lat : hw->coll_lat;
         double ar = 2 * f->grad_reduce_bytes * x->t_total / x->N * (R - 1) / R / wbw + wlat;
         e->step_comm_s += (f->grad_sync_per_step ? 1 : K) * ar;
     }
@@ -530,6 +544,76 @@ static void timing(cpb_model_estimate *e, const shape *x, const cpb_gpu_profile 
     e->model_flops_nemo = cpb_model_nemo_flops(&e->p, e->spec) * B * K;
     e->model_flops *= B * K;
     e->model_flops_megatron *= B * K;
+}
+
+/* the shape of pipeline rank k: its layers, its parameters (its layers'; the first's the
+ * embedding, the last's the LM head and final norm: with tied embeddings Megatron keeps a
+ * copy of the word embeddings on the last stage as its output layer,
+ * megatron/core/models/common/language_module: setup_embeddings_and_output_layer), the
+ * trainable ones, and the layers' activations it holds at its peak */
+static shape pp_rank_shape(const shape *x, const cpb_pp_rank *k)
+{
+    shape y = *x;
+    const double final_norm = x->p_total - x->L * x->p_layer - x->p_embed - x->p_head;
+    y.L = k->layers;
+    y.live = k->live_layers;
+    y.loss = k->last;
+    y.p_total = k->layers * x->p_layer + (k->first ? x->p_embed : 0) +
+                (k->last ? (x->p_head > 0 ? x->p_head : x->p_embed) + final_norm : 0);
+    /* with LoRA the adapters of its layers (the head excluded, as without PP) */
+    y.t_total = x->r > 0 ? k->layers * x->t_layer : y.p_total;
+    return y;
+}
+
+/* --pp: memory is the worst rank's (each rank's moments with its layers, parameters and
+ * micro-batches in flight: the first holds the most in flight under 1F1B, the last the LM
+ * head and the loss); time is the pipeline's (cpb_pp_step): the per-layer times as without
+ * PP, the optimizer and the per-step collectives over the largest rank's parameters */
+static void pp_estimate(cpb_model_estimate *e, const shape *x, const cpb_gpu_profile *prof)
+{
+    cpb_pp_plan *pl = &e->pp;
+    cpb_model_mem worst[CPB_MOMENT_COUNT];
+    int worst_moment = 0;
+    int64_t worst_host = 0, worst_host_states = 0, worst_block = 0;
+    int worst_pageable = 0;
+    double t_max = 0;
+    for (int r = 0; r < pl->pp; r++) {
+        cpb_pp_rank k;
+        cpb_pp_rank_of(pl, r, &k);
+        shape y = pp_rank_shape(x, &k);
+        if (y.t_total > t_max) t_max = y.t_total;
+        memory(e, &y);
+        if (r == 0 || e->moment[e->peak_moment].total > worst[worst_moment].total) {
+            memcpy(worst, e->moment, sizeof worst);
+            worst_moment = e->peak_moment;
+            worst_host = e->host_bytes;
+            worst_host_states = e->host_states;
+            worst_block = e->ckpt_host_block;
+            worst_pageable = e->ckpt_pageable;
+            e->pp_worst_rank = r;
+            e->pp_worst = k;
+        }
+    }
+    memcpy(e->moment, worst, sizeof worst);
+    e->peak_moment = worst_moment;
+    e->host_bytes = worst_host;
+    e->host_states = worst_host_states;
+    e->ckpt_host_block = worst_block;
+    e->ckpt_pageable = worst_pageable;
+    /* per-layer, head, loss and optimizer times as without PP; the optimizer and the per-step
+     * gradient reduction over the largest rank's trainable parameters (the ranks step at
+     * once: the slowest bounds the step) */
+    shape t = *x;
+    t.t_total = t_max;
+    t.p_total = t_max;
+    timing(e, &t, prof);
+    /* the pipeline: m micro-batches through pp stages, each message [s/(cp tp), B, D] in
+     * the 16-bit dtype (Megatron's get_tensor_shapes with sequence parallelism) between
+     * neighbour stages tp x cp x dp ranks apart */
+    const double msg = x->s * e->setup.micro_batch * x->D * BF16;
+    cpb_pp_step(pl, e->layer_s, e->head_s + e->loss_s, msg, &prof->hw, (int)(x->C * e->setup.dp));
+    e->micro_s = pl->t_max;
+    e->step_s = pl->pipe_s + e->optimizer_s + e->step_comm_s;
 }
 
 int cpb_model_estimate_new(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts *o,
@@ -548,6 +632,10 @@ int cpb_model_estimate_new(const cpb_problem *p, const cpb_method *m, const cpb_
     cpb_setup setup;
     CPB_TRY(cpb_setup_of(p, &setup, err, err_len));
     const cpb_framework *fw = setup.fw;
+    /* the pipeline's stages (model_scope_pp.c): refused before anything runs when the
+     * layers do not split as asked */
+    cpb_pp_plan pl;
+    CPB_TRY(cpb_pp_plan_of(p, sp->layers, setup.grad_accum, &pl, err, err_len));
     cpb_gpu_profile prof;
     int prc = cpb_sim_profile(o, p, &prof, err, err_len);
     if (prc != CPB_OK) return prc;
@@ -570,8 +658,9 @@ int cpb_model_estimate_new(const cpb_problem *p, const cpb_method *m, const cpb_
      * not a reserve subtracted here */
     e->capacity = o->mem_cap > 0 ? o->mem_cap : prof.mem_bytes;
     /* the node's host memory over the job's processes on it (model_scope_host_share.c) */
+    e->pp = pl;
     e->host_capacity = o->host_mem_cap > 0 ? o->host_mem_cap
-                                           : cpb_host_per_used_gpu(&prof, (int64_t)p->C * (setup.dp > 0 ? setup.dp : 1));
+                                           : cpb_host_per_used_gpu(&prof, (int64_t)p->C * (setup.dp > 0 ? setup.dp : 1) * pl.pp);
     /* trace the attention layer without a capacity, so its full peak is known even when
      * the model does not fit; the capacity is checked on the model's total below */
     cpb_sim_opts so = *o;
@@ -592,12 +681,20 @@ int cpb_model_estimate_new(const cpb_problem *p, const cpb_method *m, const cpb_
     shape x = shape_of(p, sp);
     /* the layout: the context-parallel group of C GPUs, replicated dp times; the states
      * sharded over every GPU or within a replica (HSDP) */
+    /* (--pp: each stage is such a layout of C x dp GPUs, the states of its layers sharded
+     * over its data-parallel group: model_scope_pp.h) */
     x.W = x.C * setup.dp;
     x.N = setup.hsdp ? x.C : x.W;
     e->params = x.p_total;
     cpb_fixed_mem_of(&prof, p, m->name, x.W, x.N, setup.dp, e->attn.nstreams, &e->fixed);
-    memory(e, &x);
-    timing(e, &x, &prof);
+    cpb_pp_fixed_mem(&e->fixed, pl.pp);
+    x.W *= pl.pp;
+    if (pl.pp == 1) {
+        memory(e, &x);
+        timing(e, &x, &prof);
+    } else {
+        pp_estimate(e, &x, &prof);
+    }
     const cpb_model_mem *pk = &e->moment[e->peak_moment];
     /* the reason names what bounds the run: device memory or host memory */
     if (pk->total > e->capacity) {

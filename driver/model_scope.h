@@ -20,6 +20,7 @@
 
 #include <stdio.h>
 
+#include "model_scope_pp.h"
 #include "row.h"
 #include "sim_layer.h"
 
@@ -172,7 +173,8 @@ enum { CPB_CKPT_NONE = 0, CPB_CKPT_FULL, CPB_CKPT_SELECTIVE };
  * line's overrides, each with where its value came from. */
 enum { CPB_PART_ZERO = 0, CPB_PART_OPTIMIZER, CPB_PART_PARAM_OFFLOAD, CPB_PART_MASTER, CPB_PART_GRAD,
        CPB_PART_LORA, CPB_PART_CKPT, CPB_PART_CKPT_OFFLOAD, CPB_PART_TILED_MLP, CPB_PART_FUSED_LOSS, CPB_PART_LINEAR,
-       CPB_PART_MICRO_BATCH, CPB_PART_GRAD_ACCUM, CPB_PART_CP, CPB_PART_DP, CPB_PART_SHARD_GROUP, CPB_PART_COUNT };
+       CPB_PART_MICRO_BATCH, CPB_PART_GRAD_ACCUM, CPB_PART_CP, CPB_PART_DP, CPB_PART_SHARD_GROUP, CPB_PART_PP,
+       CPB_PART_COUNT };
 typedef struct cpb_setup {
     const cpb_framework *fw;
     int zero, opt_cpu, param_offload, master_bytes, grad_bytes, ckpt, ckpt_offload, tiled_mlp, fused_loss;
@@ -186,6 +188,9 @@ typedef struct cpb_setup {
     int cp_searched;         /* plan's header: cp is searched (cp then holds the GPUs) */
     int dp;                  /* data-parallel replicas of the context-parallel group: cp x dp GPUs in all */
     int hsdp;                /* 1: the states are sharded within a replica (HSDP); 0: over every GPU */
+    int pp, vpp;             /* --pp pipeline stages (1: none), --vpp model chunks per rank (1: plain 1F1B);
+                                model_scope_pp.h */
+    int pp_first, pp_last;   /* --pp-first-layers / --pp-last-layers (0: an even split) */
     int from_cli[CPB_PART_COUNT]; /* 1: given on the command line; 0: the preset's or the default */
     /* bytes per parameter of the model states, derived from the parts: replicated and
      * sharded (over the GPUs), on the device and in host memory */
@@ -232,9 +237,11 @@ void cpb_setup_state_bytes(const cpb_setup *s, double params, double trainable, 
  * both are given they must agree).  Resolves the knobs given (the cp and dp knobs) for
  * `gpus` GPUs: *cp the context-parallel degree (the attention trial's ranks, p->C), and the
  * dp knob set to the replicas when a layout was given.  CPB_ERR_INVALID with a message
- * naming the option when cp or dp does not divide the GPUs or they disagree. */
+ * naming the option when cp or dp does not divide the GPUs or they disagree.  With --pp P
+ * (model_scope_pp.h) the same holds for each stage's GPUs / P GPUs (--pp must divide the
+ * GPUs). */
 int cpb_layout_resolve(cpb_knobs *given, int gpus, int *cp, char *err, size_t err_len);
-/* the GPUs of p's layout: p->C x its replicas */
+/* the GPUs of p's layout: p->C x its replicas x its pipeline stages */
 int cpb_layout_gpus(const cpb_problem *p);
 /* `cpbench plan`: the context-parallel degrees worth trying for p->C GPUs (the cp knob's
  * candidates): the divisors of the GPUs */
@@ -381,6 +388,11 @@ typedef struct cpb_model_estimate {
     double model_flops_megatron;    /* the same counted as Megatron-LM does (cpb_model_flops) */
     double model_flops_nemo;        /* the same counted as NeMo's flops_formulas.py does (flops_nemo.h) */
     cpb_row attn;                   /* the attention layer on the simulator */
+    /* --pp (model_scope_pp.h): the stages and the step's pipeline time; the rank whose memory
+     * is the peak above (the worst of every rank's), and its layers and micro-batches in flight */
+    cpb_pp_plan pp;
+    int pp_worst_rank;
+    cpb_pp_rank pp_worst;
 } cpb_model_estimate;
 
 /* Estimate method m on p (p->model must name a preset with a spec).  Returns CPB_OK when

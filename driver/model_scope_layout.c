@@ -4,7 +4,8 @@
  * replicas are GPUs / cp.  --dp stays accepted: alone it chooses cp = GPUs / R, with --cp it
  * must agree.  The point carries cp as asked (its knob) and the replicas resolved (the dp
  * knob), so p->C x dp is the world and the assumptions block can say where each came
- * from. */
+ * from.  With --pp P (model_scope_pp.h) the pipeline is outermost: each of the P stages is
+ * such a layout of GPUs / P GPUs. */
 #include <stdio.h>
 
 #include "knobs.h"
@@ -19,7 +20,35 @@ static void divisors_text(int n, char *buf, size_t len)
         if (n % d == 0) k += (size_t)snprintf(buf + k, len - k, "%s%d", k ? ", " : "", d);
 }
 
+/* the layout of one pipeline stage's GPUs (all of them without --pp) */
+static int resolve_stage(cpb_knobs *given, int gpus, int *cp, char *err, size_t err_len);
+
 int cpb_layout_resolve(cpb_knobs *given, int gpus, int *cp, char *err, size_t err_len)
+{
+    /* --pp N: the pipeline is the outermost dimension (Megatron's rank order tp-cp-ep-dp-pp,
+     * megatron/core/parallel_state.py), so each of the N stages is GPUs / N GPUs laid out as
+     * without PP: tp x cp x dp (model_scope_pp.h) */
+    const cpb_knob_value *vp = given ? cpb_knobs_find(given, "pp") : NULL;
+    const int64_t pp = vp && vp->i > 1 ? vp->i : 1;
+    if (pp > 1 && (pp > gpus || gpus % pp)) {
+        char divs[256];
+        divisors_text(gpus, divs, sizeof divs);
+        snprintf(err, err_len, "--pp %lld does not divide the %d GPUs (--gpus): the pipeline stages are one of %s "
+                 "(--gpus = tp x cp x pp x dp)", (long long)pp, gpus, divs);
+        return CPB_ERR_INVALID;
+    }
+    int rc = resolve_stage(given, (int)(gpus / pp), cp, err, err_len);
+    if (rc != CPB_OK && pp > 1) {
+        /* say that the GPUs in the message are one stage's */
+        char m[512];
+        snprintf(m, sizeof m, "%s (with --pp %lld: the %d GPUs of one pipeline stage, --gpus %d / --pp %lld)", err,
+                 (long long)pp, (int)(gpus / pp), gpus, (long long)pp);
+        snprintf(err, err_len, "%s", m);
+    }
+    return rc;
+}
+
+static int resolve_stage(cpb_knobs *given, int gpus, int *cp, char *err, size_t err_len)
 {
     const cpb_knob_value *vc = given ? cpb_knobs_find(given, "cp") : NULL;
     const cpb_knob_value *vd = given ? cpb_knobs_find(given, "dp") : NULL;
@@ -69,14 +98,17 @@ int cpb_layout_resolve(cpb_knobs *given, int gpus, int *cp, char *err, size_t er
 
 int cpb_layout_gpus(const cpb_problem *p)
 {
-    int64_t r = cpb_knob_int(p, "dp");
-    return p->C * (r > 0 ? (int)r : 1);
+    int64_t r = cpb_knob_int(p, "dp"), pp = cpb_knob_int(p, "pp");
+    return p->C * (r > 0 ? (int)r : 1) * (pp > 1 ? (int)pp : 1);
 }
 
 int cpb_layout_cp_candidates(const cpb_problem *p, int64_t *out, int max)
 {
+    /* with --pp the stage's GPUs (plan never searches pp: only a given one is here) */
+    int64_t pp = cpb_knob_int(p, "pp");
+    const int g = pp > 1 && p->C % pp == 0 ? (int)(p->C / pp) : p->C;
     int n = 0;
-    for (int d = 1; d <= p->C && n < max; d++)
-        if (p->C % d == 0) out[n++] = d;
+    for (int d = 1; d <= g && n < max; d++)
+        if (g % d == 0) out[n++] = d;
     return n;
 }

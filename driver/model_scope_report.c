@@ -31,11 +31,12 @@ static const char *sec(double s)
 void cpb_model_estimate_print(FILE *f, const cpb_model_estimate *e)
 {
     const cpb_problem *p = &e->p;
-    const int gpus = p->C * e->setup.dp;
+    const int gpus = p->C * e->setup.dp * e->pp.pp;
     fprintf(f, "%s on %s, scope model (whole model: %d layers, %.2fB parameters), S = %lld, %d simulated %s (%s)",
             e->m->name, p->model, e->spec->layers, e->params / 1e9, (long long)p->S, gpus, gpus == 1 ? "GPU" : "GPUs",
             e->gpu);
     if (e->setup.dp > 1) fprintf(f, ": %d replicas of a context-parallel group of %d", e->setup.dp, p->C);
+    if (e->pp.pp > 1) fprintf(f, "%s%d pipeline stages", e->setup.dp > 1 ? ", in each of " : ": ", e->pp.pp);
     fprintf(f, "\n");
     if (e->setup.lora_rank > 0) {
         cpb_model_param_count c;
@@ -56,6 +57,7 @@ void cpb_model_estimate_print(FILE *f, const cpb_model_estimate *e)
                 "(docs/methods.md, \"--tp\")\n",
                 cpb_tp_degree(p), p->C / cpb_tp_degree(p));
     cpb_setup_print_assumptions(f, &e->setup, "");
+    cpb_pp_print(f, e);
     fprintf(f, "status: %s%s%s\n", e->status == CPB_OK ? "ok" : e->status == CPB_ERR_OOM ? "oom" :
             e->status == CPB_ERR_NOMEM_HOST ? "host-oom" : cpb_status_name(e->status),
             e->reason[0] ? " — " : "", e->reason);
@@ -245,6 +247,7 @@ void cpb_model_estimate_row(const cpb_model_estimate *e, cpb_row *row)
     memcpy(row->stream_names, e->attn.stream_names, sizeof row->stream_names);
     memcpy(row->stream_busy_s, e->attn.stream_busy_s, sizeof row->stream_busy_s);
     model_critical_path(e, row);
+    cpb_pp_row(e, row); /* --pp: rates per GPU over the replica's pp x C GPUs; the pipeline's time */
 }
 
 int cpb_model_max_context(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts *o, int64_t start, int64_t stop,

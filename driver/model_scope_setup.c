@@ -64,12 +64,13 @@ const cpb_knob cpb_setup_knobs[] = {
 /* the knob of each part, in part order */
 static const char *const knob_of_part[CPB_PART_COUNT] = {
     "zero", "optimizer", "param_offload", "master_dtype", "grad_dtype", "lora_rank", "ckpt",
-    "ckpt_offload", "tiled_mlp", "fused_loss", "linear_dtype", "micro_batch", "grad_accum", "cp", "dp", "shard_group"};
+    "ckpt_offload", "tiled_mlp", "fused_loss", "linear_dtype", "micro_batch", "grad_accum", "cp", "dp", "shard_group",
+    "pp"};
 
 static const char *const part_names[CPB_PART_COUNT] = {
     "sharding", "optimizer", "parameters", "master weights", "gradients", "LoRA rank", "checkpointing",
     "checkpoint offload", "tiled MLP", "fused loss", "linear layers", "micro-batch", "grad accumulation",
-    "context parallel", "replicas", "shard group"};
+    "context parallel", "replicas", "shard group", "pipeline"};
 
 const char *cpb_setup_part_name(int part)
 {
@@ -197,6 +198,12 @@ int cpb_setup_of(const cpb_problem *p, cpb_setup *s, char *err, size_t err_len)
     s->from_cli[CPB_PART_CP] = s->cp_given > 0;
     s->dp = 1;
     if (cpb_knob_int(p, "dp") > 0) s->dp = (int)cpb_knob_int(p, "dp"), s->from_cli[CPB_PART_DP] = 1;
+    /* the pipeline (model_scope_pp.h): its stages and their split, as asked */
+    s->pp = cpb_knob_int(p, "pp") > 1 ? (int)cpb_knob_int(p, "pp") : 1;
+    s->vpp = cpb_knob_int(p, "vpp") > 1 ? (int)cpb_knob_int(p, "vpp") : 1;
+    s->pp_first = cpb_knob_int(p, "pp_first_layers") > 0 ? (int)cpb_knob_int(p, "pp_first_layers") : 0;
+    s->pp_last = cpb_knob_int(p, "pp_last_layers") > 0 ? (int)cpb_knob_int(p, "pp_last_layers") : 0;
+    s->from_cli[CPB_PART_PP] = cpb_knob_int(p, "pp") > 0;
     if ((v = given(p, "shard_group"))) s->hsdp = strcmp(v, "replica") == 0, s->from_cli[CPB_PART_SHARD_GROUP] = 1;
     /* a 16-bit copy exists when the framework keeps one beside an fp32 master */
     s->copy16_eff = f->copy16 && s->master_bytes == 4;
@@ -281,7 +288,10 @@ void cpb_setup_part_value(const cpb_setup *s, int part, char *buf, size_t len)
         else snprintf(buf, len, "every GPU");
         break;
     case CPB_PART_DP:
-        if (s->cp_searched) snprintf(buf, len, "GPUs / cp");
+        if (s->cp_searched) snprintf(buf, len, s->pp > 1 ? "GPUs / (cp x pp)" : "GPUs / cp");
+        else if (s->cp > 0 && s->pp > 1)
+            snprintf(buf, len, "%d (%d GPUs = cp %d x tp %d x pp %d x %d)", s->dp, s->cp * s->tp * s->pp * s->dp, s->cp,
+                     s->tp, s->pp, s->dp);
         else if (s->cp > 0 && s->tp > 1)
             snprintf(buf, len, "%d (%d GPUs = cp %d x tp %d x %d)", s->dp, s->cp * s->tp * s->dp, s->cp, s->tp, s->dp);
         else if (s->cp > 0) snprintf(buf, len, "%d (%d GPUs = cp %d x %d)", s->dp, s->cp * s->dp, s->cp, s->dp);
@@ -289,8 +299,25 @@ void cpb_setup_part_value(const cpb_setup *s, int part, char *buf, size_t len)
         break;
     case CPB_PART_SHARD_GROUP:
         snprintf(buf, len, "%s", s->hsdp ? "replica (HSDP: sharded within a replica, gradients all-reduced across)"
-                                         : "world (every GPU)");
+                 : s->pp > 1 ? "world (every GPU of a pipeline stage: the stage's data-parallel group)"
+                             : "world (every GPU)");
         break;
+    case CPB_PART_PP: {
+        /* the stages' split and schedule (model_scope_pp.c; the estimate's "pipeline:" line
+         * gives the layers per stage and the stage that bounds memory and time) */
+        size_t n = (size_t)snprintf(buf, len, "%d", s->pp);
+        if (s->pp <= 1) {
+            snprintf(buf + n, n < len ? len - n : 0, " (none)");
+            break;
+        }
+        n += (size_t)snprintf(buf + n, n < len ? len - n : 0, " (stages; %s",
+                              s->vpp > 1 ? "interleaved 1F1B" : "1F1B, Megatron's schedule");
+        if (s->vpp > 1) n += (size_t)snprintf(buf + n, n < len ? len - n : 0, ", %d chunks per rank", s->vpp);
+        if (s->pp_first > 0) n += (size_t)snprintf(buf + n, n < len ? len - n : 0, ", first stage %d layers", s->pp_first);
+        if (s->pp_last > 0) n += (size_t)snprintf(buf + n, n < len ? len - n : 0, ", last stage %d layers", s->pp_last);
+        snprintf(buf + n, n < len ? len - n : 0, ")");
+        break;
+    }
     default: snprintf(buf, len, "?");
     }
 }
@@ -307,12 +334,14 @@ void cpb_setup_part_origin(const cpb_setup *s, int part, char *buf, size_t len)
         return;
     }
     if (part == CPB_PART_DP) {
-        if (s->cp_searched || s->cp_given > 0) snprintf(buf, len, "derived: GPUs / --cp");
+        if (s->cp_searched || s->cp_given > 0)
+            snprintf(buf, len, "%s", s->pp > 1 ? "derived: GPUs / (--cp x tp x --pp)" : "derived: GPUs / --cp");
         else if (s->dp > 1) snprintf(buf, len, "command line");
         else snprintf(buf, len, "default");
         return;
     }
     if (part >= 0 && part < CPB_PART_COUNT && s->from_cli[part]) snprintf(buf, len, "command line");
+    else if (part == CPB_PART_PP) snprintf(buf, len, "default: none");
     else if (part == CPB_PART_LINEAR || part == CPB_PART_MICRO_BATCH || part == CPB_PART_GRAD_ACCUM ||
              part == CPB_PART_SHARD_GROUP || part == CPB_PART_LORA)
         snprintf(buf, len, "default");

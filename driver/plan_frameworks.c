@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "knobs.h"
+#include "model_scope_pp.h"
 #include "tp_compose.h"
 
 typedef struct fw_setting {
@@ -121,22 +122,39 @@ int cpb_plan_framework_settings(const cpb_method *m, const cpb_problem *p, const
     for (int i = 0; i < NTABLE && n < len; i++) {
         if (strcmp(table[i].method, m->name) || (family && family[0] && strcmp(table[i].family, family))) continue;
         if (tp > 1 && strcmp(table[i].family, "megatron")) continue; /* no TP x CP there */
-        char s[256], tps[96] = "";
+        /* --pp (model_scope_pp.h models Megatron's schedules): its settings in Megatron-LM
+         * only [MG: --pipeline-model-parallel-size, --num-virtual-stages-per-pipeline-rank,
+         * --decoder-first-pipeline-num-layers, --decoder-last-pipeline-num-layers] */
+        const int pp = cpb_pp_degree(p);
+        if (pp > 1 && strcmp(table[i].family, "megatron")) continue;
+        char s[256], tps[96] = "", pps[256] = "";
         fill(table[i].settings, p, s, sizeof s);
         if (tp > 1) snprintf(tps, sizeof tps, "--tensor-model-parallel-size %d --sequence-parallel ", tp);
+        if (pp > 1) {
+            size_t q = (size_t)snprintf(pps, sizeof pps, "--pipeline-model-parallel-size %d ", pp);
+            if (cpb_knob_int(p, "vpp") > 1)
+                q += (size_t)snprintf(pps + q, sizeof pps - q, "--num-virtual-stages-per-pipeline-rank %lld ",
+                                      (long long)cpb_knob_int(p, "vpp"));
+            if (cpb_knob_int(p, "pp_first_layers") > 0)
+                q += (size_t)snprintf(pps + q, sizeof pps - q, "--decoder-first-pipeline-num-layers %lld ",
+                                      (long long)cpb_knob_int(p, "pp_first_layers"));
+            if (cpb_knob_int(p, "pp_last_layers") > 0)
+                snprintf(pps + q, sizeof pps - q, "--decoder-last-pipeline-num-layers %lld ",
+                         (long long)cpb_knob_int(p, "pp_last_layers"));
+        }
         /* DeepSpeed ships FPDT's own schedule; the pipelined one is this suite's (docs/methods.md) */
         const char *sched = !strcmp(m->name, "fpdt") && !strcmp(cpb_knob_str(p, "fpdt_impl"), "pipelined")
                                 ? " (DeepSpeed runs its own schedule, --fpdt-impl deepspeed; the pipelined one is "
                                   "this suite's idealised schedule, docs/methods.md)"
                                 : "";
-        n += (size_t)snprintf(out + n, len - n, "    %s: %s%s%s  [%s]\n", table[i].family, tps, s, sched,
+        n += (size_t)snprintf(out + n, len - n, "    %s: %s%s%s%s  [%s]\n", table[i].family, tps, pps, s, sched,
                               source_name(table[i].source));
         k++;
     }
     if (!k)
         snprintf(out, len, "    no framework of %s has %s%s: run it with this suite's implementation "
                  "(docs/methods.md names its reference)\n", family && family[0] ? family : cpb_plan_stacks(), m->name,
-                 tp > 1 ? " under tensor parallelism" : "");
+                 tp > 1 ? " under tensor parallelism" : cpb_pp_degree(p) > 1 ? " under pipeline parallelism" : "");
     return k;
 }
 

@@ -3,6 +3,8 @@
  * divisors of the GPUs (model_scope_layout.c); a layout given on the command line (--cp, or
  * --dp alone: cp = GPUs / R) stays fixed.  Layouts that cannot be the answer are left out
  * rather than simulated:
+ * A given --pp (plan never searches it) makes each stage GPUs / pp GPUs: the layouts are
+ * those of one stage.
  *   - with --max-context, every GPU in the context-parallel group: the activations per GPU
  *     shrink as cp grows while the model states per GPU do not grow (they are sharded over
  *     the world, or within a replica, which grows with cp too), so the longest context is
@@ -36,7 +38,10 @@ int cpb_plan_layout(const cpb_plan_opts *o, const cpb_knobs *given, cpb_knobs *c
     const cpb_knob_value *g = cpb_knobs_find(given, "cp");
     const int searched = !g || g->i <= 0;
     if (cpb_layout_resolve(combo, gpus, &p->C, why, why_len) != CPB_OK) return CPB_PLAN_LAYOUT_REFUSED;
-    if (!searched || p->C == gpus) return CPB_PLAN_LAYOUT_USE;
+    /* every GPU of a pipeline stage (--pp, given, never searched: model_scope_pp.h) */
+    const cpb_knob_value *vp = cpb_knobs_find(combo, "pp");
+    const int stage_gpus = vp && vp->i > 1 ? gpus / (int)vp->i : gpus;
+    if (!searched || p->C == stage_gpus) return CPB_PLAN_LAYOUT_USE;
     if (o->max_context) return CPB_PLAN_LAYOUT_SKIP;
     cpb_gpu_profile prof;
     char err[256];

@@ -44,6 +44,16 @@ cpb_cmd_test(sim_run_model_part_override ${SIM_EXPECT} 0 - "checkpoint offload  
 cpb_cmd_test(sim_run_model_part_refused ${SIM_EXPECT} 2 - "--ckpt-offload on offloads the checkpointed layer inputs" --
              ${CPBENCH} run --backend sim --method upipe --model llama3-8b --gpus 8 --seq 256K --scope model
              --ckpt none --ckpt-offload on)
+# --pp (model_scope_pp.h): layers that do not split over the stages are refused with exit 2,
+# naming --pp and Megatron's uneven first / last stage; a pp that does not divide the GPUs too;
+# an uneven split runs and the assumptions block and pipeline line say so
+cpb_cmd_test(sim_run_model_pp_layers_refused ${SIM_EXPECT} 2 - "--pp 3 does not divide the model's 32 layers.*--pp-first-layers" --
+             ${CPBENCH} run --backend sim --method ring --model llama2-7b --gpus 6 --seq 48K --scope model --pp 3)
+cpb_cmd_test(sim_run_model_pp_gpus_refused ${SIM_EXPECT} 2 - "--pp 3 does not divide the 8 GPUs" --
+             ${CPBENCH} run --backend sim --method ring --model llama2-7b --gpus 8 --seq 64K --scope model --pp 3)
+cpb_cmd_test(sim_run_model_pp_uneven ${SIM_EXPECT} 0 - "pipeline: 3 stages, layers 10 first, 10 last, 12 on each other stage" --
+             ${CPBENCH} run --backend sim --method ring --model llama2-7b --gpus 6 --seq 48K --scope model --pp 3
+             --pp-first-layers 10 --pp-last-layers 10 --grad-accum 4 --seq-stop 48K)
 cpb_cmd_test(sim_run_model_oom_names_fixes ${SIM_EXPECT} 0 - "usual fixes.*--fused-loss on" --
              ${CPBENCH} run --backend sim --method ulysses --model llama3-8b --gpus 8 --seq 1M --scope model
              --seq-stop 1M --framework hf-zero3)

@@ -57,8 +57,9 @@ Test(knobs, a_method_gets_its_own_knobs_with_defaults)
     cpb_knobs_set_int(&given, "seq_chunk", 64);
     char err[512] = "";
     /* what every point carries besides its method's: the driver's knobs (attn, host_ram_bytes,
-     * framework, tp and the training setup's sixteen parts) */
-    const int general = 4 + 16;
+     * framework, tp and the training setup's sixteen parts), and the pipeline's four (pp,
+     * vpp, pp_first_layers, pp_last_layers: model_scope_pp.h) */
+    const int general = 4 + 16 + 4;
     cr_assert_eq(cpb_knobs_apply(upipe, &given, &p, err, sizeof err), CPB_OK, "%s", err);
     cr_expect_eq(p.knobs.n, 2 + general, "upipe's head_chunk and upipe_bwd");
     cr_expect_eq(cpb_knob_int(&p, "head_chunk"), 8);
