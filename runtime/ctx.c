@@ -79,6 +79,7 @@ void cpb_ctx_destroy(cpb_ctx *ctx)
     }
     ctx->be->finalize(ctx);
     cpb_race_destroy(ctx);
+    cpb_buf_pool_free(ctx);
     free(ctx);
 }
 
@@ -267,6 +268,7 @@ int cpb_range_push(cpb_ctx *ctx, const char *fmt, ...)
     memcpy(ctx->range + at, part, n);
     ctx->range[at + n] = 0;
     ctx->range_len = (int)(at + n);
+    ctx->opname_prefix = -1;
     if (ctx->be->range_push) ctx->be->range_push(ctx, ctx->range);
     return CPB_OK;
 }
@@ -276,6 +278,7 @@ int cpb_range_pop(cpb_ctx *ctx)
     if (ctx->range_depth <= 0)
         return cpb_fail(ctx, CPB_ERR_INVALID, "cpb_range_pop without a matching push");
     ctx->range_len = ctx->range_mark[--ctx->range_depth];
+    ctx->opname_prefix = -1;
     ctx->range[ctx->range_len] = 0;
     if (ctx->be->range_pop) ctx->be->range_pop(ctx);
     return CPB_OK;

@@ -6,6 +6,7 @@
 
 #include "race.h"
 
+
 /* One recorded access.  Each buffer keeps its records per stream, in the order they were
  * made: a stream's ticks only grow, so the records of stream t that stream s is not yet
  * ordered after (tick > vc[s][t]) are a suffix of t's list, and the records every stream is
@@ -23,6 +24,9 @@ typedef struct rec {
     char op[88];    /* the op's name, for the report */
 } rec;
 
+/* a record's copy of the op's name reads sizeof rec.op bytes of ctx->opname */
+_Static_assert(sizeof ((cpb_ctx *)0)->opname >= sizeof ((rec *)0)->op, "ctx->opname shorter than a race record's op name");
+
 typedef struct slist {
     rec *r;
     int head, n, cap; /* live records: r[head .. n-1] */
@@ -32,25 +36,40 @@ typedef struct bufrace {
     int64_t seq;
     uint32_t used; /* bit t: stream t's list has live records */
     slist s[CPB_MAX_STREAMS];
+    struct bufrace *next_free; /* in the context's pool (cpb_race.pool) */
 } bufrace;
 
 struct cpb_race {
     int64_t vc[CPB_MAX_STREAMS][CPB_MAX_STREAMS];
     int nev, evcap;
     int64_t (*ev)[CPB_MAX_STREAMS];
-    int curlen; /* strlen of the current op's name (capped); -1 until its first access */
+    /* the records of freed buffers, kept for the next buffer accessed: a schedule allocates
+     * and frees temporaries around most ops (workspaces, cuDNN's adapted views), and a
+     * fresh 400-byte record set per buffer, with fresh list room per stream, was a tenth of
+     * a large simulated trial's time in malloc and free */
+    bufrace *pool;
 };
 
 int cpb_race_init(cpb_ctx *ctx)
 {
     ctx->race = calloc(1, sizeof *ctx->race);
-    if (ctx->race) ctx->race->curlen = -1;
     return ctx->race ? CPB_OK : cpb_fail(ctx, CPB_ERR_NOMEM_HOST, "race check: out of host memory");
+}
+
+static void bufrace_delete(bufrace *br)
+{
+    for (int t = 0; t < CPB_MAX_STREAMS; t++) free(br->s[t].r);
+    free(br);
 }
 
 void cpb_race_destroy(cpb_ctx *ctx)
 {
     if (!ctx->race) return;
+    while (ctx->race->pool) {
+        bufrace *br = ctx->race->pool;
+        ctx->race->pool = br->next_free;
+        bufrace_delete(br);
+    }
     free(ctx->race->ev);
     free(ctx->race);
     ctx->race = NULL;
@@ -60,7 +79,7 @@ void cpb_race_reset(cpb_ctx *ctx)
 {
     if (!ctx->race) return;
     ctx->race->nev = 0;
-    for (cpb_buf *b = ctx->live; b; b = b->next) cpb_race_buf_free(b);
+    for (cpb_buf *b = ctx->live; b; b = b->next) cpb_race_buf_free(ctx, b);
 }
 
 void cpb_race_stream_added(cpb_ctx *ctx, int stream)
@@ -73,7 +92,6 @@ void cpb_race_op_begin(cpb_ctx *ctx, int stream)
 {
     if (!ctx->race) return;
     ctx->race->vc[stream][stream]++;
-    ctx->race->curlen = -1;
 }
 
 static void view_range(const cpb_view *v, int64_t *lo, int64_t *hi)
@@ -82,6 +100,16 @@ static void view_range(const cpb_view *v, int64_t *lo, int64_t *hi)
                    (v->heads > 0 ? (v->heads - 1) * v->head_stride : 0) + v->dim;
     *lo = v->off;
     *hi = last;
+}
+
+/* an empty record set: a freed buffer's from the pool (its lists' room kept), or a new one */
+static bufrace *bufrace_new(struct cpb_race *R)
+{
+    bufrace *br = R->pool;
+    if (!br) return calloc(1, sizeof *br);
+    R->pool = br->next_free;
+    br->next_free = NULL;
+    return br;
 }
 
 /* how many of a stream's own latest records a new access looks at to drop those it covers
@@ -96,7 +124,7 @@ int cpb_race_access(cpb_ctx *ctx, int stream, const cpb_view *v, int write)
     if (!R || !v->buf || cpb_view_count(v) == 0) return CPB_OK;
     bufrace *br = v->buf->race;
     if (!br) {
-        br = calloc(1, sizeof *br);
+        br = bufrace_new(R);
         if (!br) return cpb_fail(ctx, CPB_ERR_NOMEM_HOST, "race check: out of host memory");
         v->buf->race = br;
     }
@@ -134,10 +162,6 @@ int cpb_race_access(cpb_ctx *ctx, int stream, const cpb_view *v, int write)
                         v->buf->name, (long long)lo, (long long)hi, write ? "write by" : "read by",
                         ctx->opname, ctx->stream_names[stream], hit->write ? "write by" : "read by",
                         hit->op, ctx->stream_names[hit_stream]);
-    if (R->curlen < 0) {
-        size_t n = strlen(ctx->opname);
-        R->curlen = (int)(n < sizeof ((rec *)0)->op ? n : sizeof ((rec *)0)->op - 1);
-    }
     slist *L = &br->s[stream];
     /* drop this stream's latest records that the new one covers */
     int w = L->n;
@@ -168,8 +192,11 @@ int cpb_race_access(cpb_ctx *ctx, int stream, const cpb_view *v, int write)
     r->hi = hi;
     r->seq = br->seq++;
     r->write = write;
-    memcpy(r->op, ctx->opname, (size_t)R->curlen);
-    r->op[R->curlen] = 0;
+    /* the op's name cut to the record's room: a copy of the whole room (a constant size: a
+     * few vector moves, where a copy of the name's length was a string op's slow start) and
+     * the end put where the cut name ends; what follows it is never read */
+    memcpy(r->op, ctx->opname, sizeof r->op);
+    r->op[ctx->opname_len < (int)sizeof r->op ? ctx->opname_len : (int)sizeof r->op - 1] = 0;
     br->used |= 1u << stream;
     return CPB_OK;
 }
@@ -213,11 +240,19 @@ void cpb_race_sync(cpb_ctx *ctx)
     for (int s = 0; s < CPB_MAX_STREAMS; s++) memcpy(R->vc[s], mx, sizeof mx);
 }
 
-void cpb_race_buf_free(cpb_buf *b)
+void cpb_race_buf_free(cpb_ctx *ctx, cpb_buf *b)
 {
     bufrace *br = b->race;
     if (!br) return;
-    for (int t = 0; t < CPB_MAX_STREAMS; t++) free(br->s[t].r);
-    free(br);
     b->race = NULL;
+    if (!ctx->race) {
+        bufrace_delete(br);
+        return;
+    }
+    /* emptied as calloc would leave it (a list without live records has n = 0), into the pool */
+    for (uint32_t u = br->used; u; u &= u - 1) br->s[__builtin_ctz(u)].head = br->s[__builtin_ctz(u)].n = 0;
+    br->used = 0;
+    br->seq = 0;
+    br->next_free = ctx->race->pool;
+    ctx->race->pool = br;
 }

@@ -4,14 +4,25 @@
 
 #include "sim_record.h"
 
+/* A hash of the name for the table's index only (indices are handed out in order of first
+ * sight, so the hash changes no result): eight bytes at a time, multiplied and folded,
+ * where a byte-at-a-time FNV-1a's chain of a multiplication per byte made the interning of
+ * every collective's name (some sixty bytes of range path) a twentieth of a large point */
 static uint64_t hash_str(const char *s)
 {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ull;
+    const size_t n = strlen(s);
+    uint64_t h = 1469598103934665603ull ^ n;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+        h ^= h >> 29;
     }
-    return h;
+    uint64_t w = 0;
+    memcpy(&w, s + i, n - i);
+    h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+    return h ^ (h >> 32);
 }
 
 static int rehash(cpb_sim_world *w, int cap)
