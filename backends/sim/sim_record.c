@@ -41,6 +41,50 @@ static int rehash(cpb_sim_world *w, int cap)
     return 0;
 }
 
+/* The names' storage: chunks filled in order, never moved (names[] points into them).  A
+ * strdup per name scattered them over the heap, and every rank after the first looks up
+ * each of its collectives' names there (a cache miss each: a twentieth of a large point) */
+typedef struct sim_name_chunk {
+    struct sim_name_chunk *next;
+    size_t used, cap;
+    char data[];
+} sim_name_chunk;
+
+enum { NAME_CHUNK_BYTES = 1 << 20 };
+
+static char *name_store(cpb_sim_world *w, const char *name)
+{
+    const size_t n = strlen(name) + 1;
+    sim_name_chunk *c = w->name_chunks;
+    if (!c || c->cap - c->used < n) {
+        const size_t cap = n > NAME_CHUNK_BYTES ? n : NAME_CHUNK_BYTES;
+        c = malloc(sizeof *c + cap);
+        if (!c) return NULL;
+        c->next = w->name_chunks;
+        c->used = 0;
+        c->cap = cap;
+        w->name_chunks = c;
+    }
+    char *copy = c->data + c->used;
+    memcpy(copy, name, n);
+    c->used += n;
+    return copy;
+}
+
+void sim_names_free(cpb_sim_world *w)
+{
+    while (w->name_chunks) {
+        sim_name_chunk *c = w->name_chunks;
+        w->name_chunks = c->next;
+        free(c);
+    }
+    free(w->names);
+    free(w->name_hash);
+    w->names = NULL;
+    w->name_hash = NULL;
+    w->nnames = w->namecap = w->name_hash_cap = 0;
+}
+
 int sim_intern(cpb_sim_world *w, const char *name)
 {
     /* keep the table at most half full so probes stay short */
@@ -60,11 +104,19 @@ int sim_intern(cpb_sim_world *w, const char *name)
         w->names = nn;
         w->namecap = nc;
     }
-    char *copy = strdup(name);
+    char *copy = name_store(w, name);
     if (!copy) return -1;
     w->names[w->nnames] = copy;
     w->name_hash[j] = w->nnames;
     return w->nnames++;
+}
+
+int sim_intern_next(cpb_sim_world *w, const char *name, int *cursor)
+{
+    int i = *cursor;
+    if (!(i >= 0 && i < w->nnames && strcmp(w->names[i], name) == 0)) i = sim_intern(w, name);
+    if (i >= 0) *cursor = i + 1;
+    return i;
 }
 
 int sim_group_find_or_add(cpb_sim_world *w, int n, const int *ranks, int occurrence)
