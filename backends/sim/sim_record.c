@@ -111,10 +111,17 @@ int sim_intern(cpb_sim_world *w, const char *name)
     return w->nnames++;
 }
 
+/* 1 when name i is `name` */
+static int name_is(const cpb_sim_world *w, int i, const char *name)
+{
+    return i >= 0 && i < w->nnames && strcmp(w->names[i], name) == 0;
+}
+
 int sim_intern_next(cpb_sim_world *w, const char *name, int *cursor)
 {
+    /* the next name, or the previous one again (a step's collectives often share a name) */
     int i = *cursor;
-    if (!(i >= 0 && i < w->nnames && strcmp(w->names[i], name) == 0)) i = sim_intern(w, name);
+    if (!name_is(w, i, name)) i = name_is(w, i - 1, name) ? i - 1 : sim_intern(w, name);
     if (i >= 0) *cursor = i + 1;
     return i;
 }
