@@ -287,6 +287,14 @@ static int try_period(sim_run *s, int P)
         for (int r = 0; r < P; r++) {
             if (!all && k > 1 && r != 0 && r != P - 1) continue;
             int img = r + k * P;
+            /* The compared rank runs with the stream-race check, as every recorded rank does,
+             * though its trace is only compared and dropped.  Alike traces do not imply the
+             * same verdict: the comparison sees each entry's stream, events and work, the
+             * race check each access's buffer and element range, and ranks whose traces are
+             * moved copies may still read and write rank-dependent ranges of a buffer (a
+             * rank's own slot of a gathered buffer), so one of them can race where its
+             * representative does not.  Skipping the check here would check only the P
+             * representatives of a symmetric point. */
             if (record(s, img) != CPB_OK) return -1;
             char why[200];
             double diff = 0;

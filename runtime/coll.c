@@ -19,6 +19,16 @@ static int coll_run(cpb_ctx *ctx, cpb_coll *c, int in_place)
     return rc;
 }
 
+/* cpb_view_check of a collective's send or receive view, its message ("<op> send")
+ * formatted only on failure: this runs for every collective of every rank */
+static int view_check(cpb_ctx *ctx, const char *side, const cpb_view *v)
+{
+    if (cpb_view_ok(v)) return CPB_OK;
+    char what[160];
+    snprintf(what, sizeof what, "%s %s", ctx->opname, side);
+    return cpb_view_check(ctx, what, v);
+}
+
 static int prep(cpb_ctx *ctx, int stream, cpb_group **g, const char *kind, cpb_view *send,
                 cpb_view *recv, int send_is_recv)
 {
@@ -26,16 +36,13 @@ static int prep(cpb_ctx *ctx, int stream, cpb_group **g, const char *kind, cpb_v
         return cpb_fail(ctx, CPB_ERR_INVALID, "%s on unknown stream %d", kind, stream);
     if (!*g) *g = cpb_world(ctx);
     cpb_op_begin(ctx, stream, kind);
-    char what[160];
-    snprintf(what, sizeof what, "%s send", ctx->opname);
-    CPB_TRY(cpb_view_check(ctx, what, send));
+    CPB_TRY(view_check(ctx, "send", send));
     if (!cpb_view_is_contiguous(send))
         return cpb_fail(ctx, CPB_ERR_INVALID, "%s: send buffer '%s' must be a contiguous span", ctx->opname, send->buf->name);
     if (send->buf->host)
         return cpb_fail(ctx, CPB_ERR_INVALID, "%s: '%s' is a host buffer; collectives run on device buffers", ctx->opname, send->buf->name);
     if (!send_is_recv) {
-        snprintf(what, sizeof what, "%s recv", ctx->opname);
-        CPB_TRY(cpb_view_check(ctx, what, recv));
+        CPB_TRY(view_check(ctx, "recv", recv));
         if (!cpb_view_is_contiguous(recv))
             return cpb_fail(ctx, CPB_ERR_INVALID, "%s: receive buffer '%s' must be a contiguous span", ctx->opname, recv->buf->name);
         if (recv->buf->host)

@@ -79,6 +79,7 @@ void cpb_ctx_destroy(cpb_ctx *ctx)
     }
     ctx->be->finalize(ctx);
     cpb_race_destroy(ctx);
+    cpb_buf_pool_free(ctx);
     free(ctx);
 }
 
@@ -247,6 +248,48 @@ int cpb_sync(cpb_ctx *ctx)
 
 /* ---------------------------------------------------------------- ranges */
 
+/* out (cap bytes) += c, counted in *n as snprintf counts what it could not write */
+static void put_char(char *out, size_t cap, size_t *n, char c)
+{
+    if (*n + 1 < cap) out[*n] = c;
+    (*n)++;
+}
+
+/* vsnprintf for the formats ranges use (text, %d, %lld, %s, %%): the same characters
+ * and return value; -2 for any other conversion (the caller prints it with vsnprintf).
+ * Methods push a range per stage and per ring step, and glibc's printf per push was a
+ * thirtieth of a large simulated trial. */
+static int range_format(char *out, size_t cap, const char *fmt, va_list ap)
+{
+    size_t n = 0;
+    for (const char *f = fmt; *f; f++) {
+        if (*f != '%') {
+            put_char(out, cap, &n, *f);
+            continue;
+        }
+        f++;
+        if (*f == '%') {
+            put_char(out, cap, &n, '%');
+        } else if (*f == 's') {
+            for (const char *a = va_arg(ap, const char *); *a; a++) put_char(out, cap, &n, *a);
+        } else if (*f == 'd' || (f[0] == 'l' && f[1] == 'l' && f[2] == 'd')) {
+            long long v = *f == 'd' ? va_arg(ap, int) : va_arg(ap, long long);
+            if (*f == 'l') f += 2;
+            unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+            char digits[24];
+            int k = 0;
+            do digits[k++] = (char)('0' + u % 10);
+            while (u /= 10);
+            if (v < 0) put_char(out, cap, &n, '-');
+            while (k) put_char(out, cap, &n, digits[--k]);
+        } else {
+            return -2;
+        }
+    }
+    if (cap) out[n < cap ? n : cap - 1] = 0;
+    return (int)n;
+}
+
 int cpb_range_push(cpb_ctx *ctx, const char *fmt, ...)
 {
     if (ctx->range_depth >= CPB_RANGE_DEPTH)
@@ -254,9 +297,12 @@ int cpb_range_push(cpb_ctx *ctx, const char *fmt, ...)
     size_t len = (size_t)ctx->range_len;
     ctx->range_mark[ctx->range_depth++] = (int)len;
     char part[128];
-    va_list ap;
+    va_list ap, again;
     va_start(ap, fmt);
-    int np = vsnprintf(part, sizeof part, fmt, ap);
+    va_copy(again, ap);
+    int np = range_format(part, sizeof part, fmt, ap);
+    if (np == -2) np = vsnprintf(part, sizeof part, fmt, again);
+    va_end(again);
     va_end(ap);
     /* range + "/" + part, cut to fit as snprintf would (a second printf per range cost more
      * than the copy: methods push a range per stage and per ring step) */
@@ -267,6 +313,7 @@ int cpb_range_push(cpb_ctx *ctx, const char *fmt, ...)
     memcpy(ctx->range + at, part, n);
     ctx->range[at + n] = 0;
     ctx->range_len = (int)(at + n);
+    ctx->opname_prefix = -1;
     if (ctx->be->range_push) ctx->be->range_push(ctx, ctx->range);
     return CPB_OK;
 }
@@ -276,6 +323,7 @@ int cpb_range_pop(cpb_ctx *ctx)
     if (ctx->range_depth <= 0)
         return cpb_fail(ctx, CPB_ERR_INVALID, "cpb_range_pop without a matching push");
     ctx->range_len = ctx->range_mark[--ctx->range_depth];
+    ctx->opname_prefix = -1;
     ctx->range[ctx->range_len] = 0;
     if (ctx->be->range_pop) ctx->be->range_pop(ctx);
     return CPB_OK;

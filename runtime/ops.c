@@ -28,16 +28,24 @@ int cpb_view_check(cpb_ctx *ctx, const char *what, const cpb_view *v)
 
 void cpb_op_begin(cpb_ctx *ctx, int stream, const char *op)
 {
-    /* "<range>/<op>", built without printf: this runs for every op, and schedules such as
-     * fpdt's issue hundreds of thousands of them in one simulated trial */
-    size_t cap = sizeof ctx->opname - 1, n = (size_t)ctx->range_len;
-    if (n > cap) n = cap;
-    memcpy(ctx->opname, ctx->range, n);
-    if (n && n < cap) ctx->opname[n++] = '/';
-    size_t m = strlen(op);
-    if (m > cap - n) m = cap - n;
-    memcpy(ctx->opname + n, op, m);
+    /* "<range>/<op>", built without printf: this runs for every op (several times for some:
+     * an attention call and its temporaries' frees), and schedules such as fpdt's issue
+     * hundreds of thousands of them in one simulated trial.  The "<range>/" prefix is
+     * copied only when a range push or pop changed it since (opname_prefix < 0), and the
+     * op's name by a loop: a string op's memcpy of a few bytes compiled to `rep movs`, whose
+     * start-up cost made this a twentieth of a large point's time. */
+    const size_t cap = sizeof ctx->opname - 1;
+    if (ctx->opname_prefix < 0) {
+        size_t n = (size_t)ctx->range_len;
+        if (n > cap) n = cap;
+        memcpy(ctx->opname, ctx->range, n);
+        if (n && n < cap) ctx->opname[n++] = '/';
+        ctx->opname_prefix = (int)n;
+    }
+    size_t n = (size_t)ctx->opname_prefix, m = 0;
+    for (; m < cap - n && op[m]; m++) ctx->opname[n + m] = op[m];
     ctx->opname[n + m] = 0;
+    ctx->opname_len = (int)(n + m);
     cpb_race_op_begin(ctx, stream);
 }
 
@@ -69,8 +77,8 @@ typedef struct operand {
     int optional; /* empty buffer allowed */
 } operand;
 
-/* the conditions of cpb_view_check, without a message */
-static int view_ok(const cpb_view *v)
+/* the conditions of cpb_view_check, without a message (internal.h) */
+int cpb_view_ok(const cpb_view *v)
 {
     if (!v->buf || v->off < 0 || v->rows < 0 || v->heads < 0 || v->dim < 0 || v->row_stride < 0 ||
         v->head_stride < 0)
@@ -84,7 +92,7 @@ static int operands(cpb_ctx *ctx, int stream, const char *op, const operand *ops
     for (int i = 0; i < n; i++) {
         const cpb_view *v = ops[i].v;
         if (ops[i].optional && !v->buf) continue;
-        if (view_ok(v) && !(device && v->buf->host)) continue;
+        if (cpb_view_ok(v) && !(device && v->buf->host)) continue;
         /* the message is formatted only on failure: this runs for every operand of every op */
         char what[160];
         snprintf(what, sizeof what, "%s operand %s", op, ops[i].what);

@@ -21,6 +21,7 @@ int cpb_race_access(cpb_ctx *ctx, int stream, const cpb_view *v, int write);
 int cpb_race_event_record(cpb_ctx *ctx, int stream, int ev);
 int cpb_race_stream_wait(cpb_ctx *ctx, int stream, int ev);
 void cpb_race_sync(cpb_ctx *ctx);
-void cpb_race_buf_free(cpb_buf *b);         /* drop the buffer's records */
+/* drop the buffer's records (kept in the context's pool for the next buffer) */
+void cpb_race_buf_free(cpb_ctx *ctx, cpb_buf *b);
 
 #endif

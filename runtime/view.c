@@ -34,30 +34,11 @@ cpb_view cpb_lse_view(cpb_buf *b, int64_t ld, int64_t h0, int64_t heads, int64_t
     return v;
 }
 
-int64_t cpb_view_count(const cpb_view *v)
-{
-    return v->rows * v->heads * v->dim;
-}
-
 int cpb_view_is_contiguous(const cpb_view *v)
 {
     if (v->heads > 1 && v->head_stride != v->dim) return 0;
     if (v->rows > 1 && v->row_stride != v->heads * v->dim) return 0;
     return 1;
-}
-
-cpb_view cpb_view_rows(cpb_view v, int64_t r0, int64_t n)
-{
-    v.off += r0 * v.row_stride;
-    v.rows = n;
-    return v;
-}
-
-cpb_view cpb_view_heads(cpb_view v, int64_t h0, int64_t n)
-{
-    v.off += h0 * v.head_stride;
-    v.heads = n;
-    return v;
 }
 
 void cpb_segs_clear(cpb_segs *s)

@@ -18,6 +18,7 @@ typedef struct sim_state {
     int own;        /* 1: the world was created by this context (no backend_shared) */
     sim_trace *t;
     int phase;      /* sim_phase of the current range, kept by the range hooks */
+    int name_cursor; /* sim_intern_next: where this rank's next name is looked for first */
 } sim_state;
 
 static sim_state *st(const cpb_ctx *ctx)
@@ -118,7 +119,7 @@ static int push(cpb_ctx *ctx, int type, int stream, const char *name, sim_entry 
     sim_entry *e = sim_trace_push(s->t, type);
     /* only collectives keep their name: the replay names them when ranks do not match;
      * interning every op's name would cost more than the rest of the trace */
-    int idx = (e && type == SIM_COLL) ? sim_intern(s->w, name ? name : "") : -1;
+    int idx = (e && type == SIM_COLL) ? sim_intern_next(s->w, name ? name : "", &s->name_cursor) : -1;
     if (!e || (type == SIM_COLL && idx < 0))
         return cpb_fail(ctx, CPB_ERR_NOMEM_HOST, "sim: out of host memory for the trace");
     e->type = (uint8_t)type;

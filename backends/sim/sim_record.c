@@ -4,14 +4,25 @@
 
 #include "sim_record.h"
 
+/* A hash of the name for the table's index only (indices are handed out in order of first
+ * sight, so the hash changes no result): eight bytes at a time, multiplied and folded,
+ * where a byte-at-a-time FNV-1a's chain of a multiplication per byte made the interning of
+ * every collective's name (some sixty bytes of range path) a twentieth of a large point */
 static uint64_t hash_str(const char *s)
 {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ull;
+    const size_t n = strlen(s);
+    uint64_t h = 1469598103934665603ull ^ n;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+        h ^= h >> 29;
     }
-    return h;
+    uint64_t w = 0;
+    memcpy(&w, s + i, n - i);
+    h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+    return h ^ (h >> 32);
 }
 
 static int rehash(cpb_sim_world *w, int cap)
@@ -28,6 +39,50 @@ static int rehash(cpb_sim_world *w, int cap)
     w->name_hash = t;
     w->name_hash_cap = cap;
     return 0;
+}
+
+/* The names' storage: chunks filled in order, never moved (names[] points into them).  A
+ * strdup per name scattered them over the heap, and every rank after the first looks up
+ * each of its collectives' names there (a cache miss each: a twentieth of a large point) */
+typedef struct sim_name_chunk {
+    struct sim_name_chunk *next;
+    size_t used, cap;
+    char data[];
+} sim_name_chunk;
+
+enum { NAME_CHUNK_BYTES = 1 << 20 };
+
+static char *name_store(cpb_sim_world *w, const char *name)
+{
+    const size_t n = strlen(name) + 1;
+    sim_name_chunk *c = w->name_chunks;
+    if (!c || c->cap - c->used < n) {
+        const size_t cap = n > NAME_CHUNK_BYTES ? n : NAME_CHUNK_BYTES;
+        c = malloc(sizeof *c + cap);
+        if (!c) return NULL;
+        c->next = w->name_chunks;
+        c->used = 0;
+        c->cap = cap;
+        w->name_chunks = c;
+    }
+    char *copy = c->data + c->used;
+    memcpy(copy, name, n);
+    c->used += n;
+    return copy;
+}
+
+void sim_names_free(cpb_sim_world *w)
+{
+    while (w->name_chunks) {
+        sim_name_chunk *c = w->name_chunks;
+        w->name_chunks = c->next;
+        free(c);
+    }
+    free(w->names);
+    free(w->name_hash);
+    w->names = NULL;
+    w->name_hash = NULL;
+    w->nnames = w->namecap = w->name_hash_cap = 0;
 }
 
 int sim_intern(cpb_sim_world *w, const char *name)
@@ -49,11 +104,26 @@ int sim_intern(cpb_sim_world *w, const char *name)
         w->names = nn;
         w->namecap = nc;
     }
-    char *copy = strdup(name);
+    char *copy = name_store(w, name);
     if (!copy) return -1;
     w->names[w->nnames] = copy;
     w->name_hash[j] = w->nnames;
     return w->nnames++;
+}
+
+/* 1 when name i is `name` */
+static int name_is(const cpb_sim_world *w, int i, const char *name)
+{
+    return i >= 0 && i < w->nnames && strcmp(w->names[i], name) == 0;
+}
+
+int sim_intern_next(cpb_sim_world *w, const char *name, int *cursor)
+{
+    /* the next name, or the previous one again (a step's collectives often share a name) */
+    int i = *cursor;
+    if (!name_is(w, i, name)) i = name_is(w, i - 1, name) ? i - 1 : sim_intern(w, name);
+    if (i >= 0) *cursor = i + 1;
+    return i;
 }
 
 int sim_group_find_or_add(cpb_sim_world *w, int n, const int *ranks, int occurrence)

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim_record.h"
 #include "sim_world.h"
 
 int cpb_sim_world_create(int world, cpb_sim_world **out)
@@ -41,9 +42,7 @@ void cpb_sim_world_destroy(cpb_sim_world *w)
     free(w->spare);
     for (int i = 0; i < w->ngroups; i++) free(w->groups[i].ranks);
     free(w->groups);
-    for (int i = 0; i < w->nnames; i++) free(w->names[i]);
-    free(w->names);
-    free(w->name_hash);
+    sim_names_free(w);
     free(w);
 }
 

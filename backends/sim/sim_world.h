@@ -85,11 +85,14 @@ typedef struct cpb_sim_world {
     sim_trace *traces;       /* [world] */
     sim_group *groups;
     int ngroups, gcap;
-    /* interned op names (range path + op), shared by all ranks */
+    /* interned op names (range path + op), shared by all ranks; each a pointer into
+     * name_chunks (sim_record.c: names laid out in the order of first sight, so the
+     * other ranks, which look them up in that order, read them as a stream) */
     char **names;
     int nnames, namecap;
     int *name_hash;          /* open addressing table of name indices (-1 empty) */
     int name_hash_cap;
+    struct sim_name_chunk *name_chunks; /* the newest first */
     char err[512];           /* first error of the shared state (out of memory) */
     /* Ranks r and r + period are alike by symmetry (sim_symmetry.h): the timing model
      * replays only ranks 0 .. period-1, and only their traces need be recorded.  The world

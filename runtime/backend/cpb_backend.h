@@ -221,6 +221,7 @@ struct cpb_ctx {
     int err_code;
     cpb_mem_stats dev, host;
     cpb_buf *live;            /* doubly linked list of live buffers */
+    cpb_buf *buf_pool;        /* freed descriptors for the next allocations (alloc.c) */
     int64_t next_buf_id;
     int nstreams;
     char stream_names[CPB_MAX_STREAMS][24];
@@ -230,6 +231,9 @@ struct cpb_ctx {
     int range_mark[CPB_RANGE_DEPTH];
     int range_depth;
     char opname[CPB_RANGE_LEN + 64];
+    int opname_len;           /* strlen(opname) */
+    int opname_prefix;        /* length of the "<range>/" opname starts with; -1: the range
+                                 changed since (cpb_op_begin copies it again) */
     struct cpb_race *race;
     cpb_buf *gemm_ws[CPB_MAX_STREAMS]; /* per-stream GEMM workspace, allocated at first use */
     cpb_group *groups[CPB_MAX_GROUPS];
@@ -273,6 +277,8 @@ void cpb_scope_leave(cpb_ctx *ctx, const cpb_scope *saved);
 
 /* free every live buffer (device and host): after an error or at the end of a trial */
 void cpb_free_all(cpb_ctx *ctx);
+/* free the descriptors kept for reuse (alloc.c; when the context is destroyed) */
+void cpb_buf_pool_free(cpb_ctx *ctx);
 /* reset high-water marks and counters to the current live state (start of a trial) */
 void cpb_reset_stats(cpb_ctx *ctx);
 

@@ -4,6 +4,7 @@
  * allocation-sequence hash. */
 #include <string.h>
 
+#include "registry.h"
 #include "test_cpu_util.h"
 
 static cpb_buf *al(cpb_ctx *ctx, int64_t n, cpb_dtype dt, cpb_tag tag, const char *name)
@@ -147,6 +148,45 @@ Test(alloc, trace_hash_compares_sequences)
     cr_assert_neq(h, sequence_hash(s1, t2, 3, 0), "tags matter");
     cr_assert_neq(h, sequence_hash(s1, t1, 2, 0), "length matters");
     cr_assert_neq(h, sequence_hash(s1, t1, 3, 1), "frees are part of the sequence");
+}
+
+/* the definition the allocator's faster form must keep: FNV-1a over each (event, bytes,
+ * tag) as three int64_t, byte by byte, least significant first */
+static uint64_t fnv1a_bytewise(uint64_t h, int64_t ev, int64_t bytes, int64_t tag)
+{
+    if (!h) h = 1469598103934665603ull;
+    int64_t vals[3] = {ev, bytes, tag};
+    for (int v = 0; v < 3; v++)
+        for (int i = 0; i < 8; i++) {
+            h ^= (uint64_t)vals[v] >> (8 * i) & 0xff;
+            h *= 1099511628211ull;
+        }
+    return h;
+}
+
+Test(alloc, trace_hash_is_bytewise_fnv1a)
+{
+    /* sizes with zero bytes inside and a high byte set, where skipping zero bytes would show */
+    int64_t sizes[] = {1, 255, 65536, 0x0100000001ll, 0x00ff00ff00ffll, 0x7f00000000000001ll / 4 / 1024};
+    cpb_tag tags[] = {CPB_TAG_X, CPB_TAG_QKV, CPB_TAG_A2A, CPB_TAG_SAVED, CPB_TAG_WORKSPACE, CPB_TAG_X};
+    /* on the simulator: the same allocator, no memory behind the sizes */
+    cpb_ctx_opts o = {0};
+    o.race_check = 1;
+    cpb_ctx *ctx = NULL;
+    char err[512] = "";
+    cr_assert_eq(cpb_ctx_create(&cpb_backend_sim, &o, &ctx, err, sizeof err), CPB_OK, "%s", err);
+    cpb_buf *b[6] = {0};
+    uint64_t want = 0;
+    for (int i = 0; i < 6; i++) {
+        cr_assert_eq(cpb_alloc(ctx, &b[i], sizes[i], CPB_FP32, tags[i], "b"), CPB_OK, "%s", cpb_errmsg(ctx));
+        want = fnv1a_bytewise(want, 1, sizes[i] * 4, tags[i]);
+        cr_assert_eq(cpb_device_mem(ctx)->trace_hash, want, "allocation %d: hash %016llx, bytewise FNV-1a %016llx", i,
+                     (unsigned long long)cpb_device_mem(ctx)->trace_hash, (unsigned long long)want);
+    }
+    cr_assert_eq(cpb_free(ctx, 0, &b[3]), CPB_OK);
+    want = fnv1a_bytewise(want, 2, sizes[3] * 4, tags[3]);
+    cr_assert_eq(cpb_device_mem(ctx)->trace_hash, want, "a free hashes as event 2");
+    cpb_ctx_destroy(ctx);
 }
 
 Test(alloc, attention_backward_workspace_is_tracked)

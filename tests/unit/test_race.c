@@ -167,3 +167,44 @@ Test(race, many_blocks_ordered_up_to_the_last_wait)
     cr_assert_eq(cpb_range_pop(ctx), CPB_OK);
     cpb_ctx_destroy(ctx);
 }
+
+Test(race, op_names_follow_range_push_and_pop)
+{
+    /* the "<range>/" prefix of op names is kept between ops and rebuilt after a push or a
+     * pop; range names are formatted without printf for %d, %lld, %s and %% */
+    cpb_ctx *ctx = t_ctx();
+    int comm = comm_stream(ctx);
+    cpb_buf *a = t_buf(ctx, 64, CPB_FP32, "kv_next"), *b = t_buf(ctx, 64, CPB_FP32, "other");
+    cr_assert_eq(cpb_range_push(ctx, "outer"), CPB_OK);
+    cr_assert_eq(cpb_range_push(ctx, "a%d", 7), CPB_OK);
+    cr_assert_eq(cpb_fill(ctx, comm, cpb_whole(b), 2.0f), CPB_OK);
+    cr_assert_eq(cpb_fill(ctx, comm, cpb_whole(a), 1.0f), CPB_OK);
+    cr_assert_eq(cpb_range_pop(ctx), CPB_OK);
+    cr_assert_eq(cpb_range_push(ctx, "b%lld/%s%%%d", -12ll, "x", -2147483647 - 1), CPB_OK);
+    cr_assert_str_eq(ctx->range, "outer/b-12/x%-2147483648");
+    int rc = cpb_copy(ctx, CPB_STREAM_COMPUTE, cpb_whole(b), cpb_whole(a));
+    cr_assert_eq(rc, CPB_ERR_RACE);
+    const char *m = cpb_errmsg(ctx);
+    cr_assert(strstr(m, "'outer/b-12/x%-2147483648/copy'") && strstr(m, "'outer/a7/fill'"), "%s", m);
+    cpb_clear_error(ctx);
+    cr_assert_eq(cpb_range_pop(ctx), CPB_OK);
+    cr_assert_eq(cpb_range_pop(ctx), CPB_OK);
+    cpb_ctx_destroy(ctx);
+}
+
+Test(race, long_range_names_are_cut_as_snprintf_cuts_them)
+{
+    cpb_ctx *ctx = t_ctx();
+    char longname[200], want[128];
+    memset(longname, 'n', sizeof longname - 1);
+    longname[sizeof longname - 1] = 0;
+    snprintf(want, sizeof want, "%s%d", longname, 5);
+    cr_assert_eq(cpb_range_push(ctx, "%s%d", longname, 5), CPB_OK);
+    cr_assert_str_eq(ctx->range, want);
+    cr_assert_eq(cpb_range_pop(ctx), CPB_OK);
+    /* a conversion the short formatter does not know goes to vsnprintf */
+    cr_assert_eq(cpb_range_push(ctx, "w%03d/%.2f", 7, 1.5), CPB_OK);
+    cr_assert_str_eq(ctx->range, "w007/1.50");
+    cr_assert_eq(cpb_range_pop(ctx), CPB_OK);
+    cpb_ctx_destroy(ctx);
+}
