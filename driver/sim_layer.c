@@ -56,6 +56,7 @@ static int run_rank(const cpb_problem *p, const cpb_method *m, const cpb_sim_opt
     co.host_capacity = host_cap;
     co.race_check = !o->no_race_check;
     co.backend_shared = w;
+    co.no_repeat = o->no_repeat;
     cpb_ctx *ctx = NULL;
     char err[1024] = "";
     int rc = cpb_ctx_create(&cpb_backend_sim, &co, &ctx, err, sizeof err);
@@ -201,7 +202,7 @@ static int64_t ranks_of_work(int C, int gpn, int mode)
 /* after the first rank: the estimated work of the point; 1 (with the message) above the bound */
 static int too_much_work(sim_run *s, int k, double rank_s, char *err, size_t len)
 {
-    const int64_t per_rank = s->w->traces[k].n, ranks = ranks_of_work(s->p->C, s->gpn, s->o->ranks);
+    const int64_t per_rank = sim_trace_len(&s->w->traces[k]), ranks = ranks_of_work(s->p->C, s->gpn, s->o->ranks);
     s->est_entries = per_rank * ranks;
     s->est_seconds = rank_s * (double)ranks;
     if (s->est_entries <= CPB_SIM_MAX_TRACE_ENTRIES) return 0;
@@ -385,11 +386,11 @@ void cpb_sim_cache_counts(const cpb_sim_cache *c, int *hits, int *misses)
 static char *cache_key(const cpb_problem *p, const cpb_method *m, const cpb_sim_opts *o)
 {
     char buf[4096];
-    size_t n = (size_t)snprintf(buf, sizeof buf, "%s|%s|%lld|%lld|%d|%d|%d|%.17g|%d|%d|%s|%s|%d|%lld|%lld|%d|%d|%.17g|%d",
+    size_t n = (size_t)snprintf(buf, sizeof buf, "%s|%s|%lld|%lld|%d|%d|%d|%.17g|%d|%d|%s|%s|%d|%lld|%lld|%d|%d|%.17g|%d|%d",
                                 m->name, p->model, (long long)p->S, (long long)p->D, p->H, p->G, p->d, p->rope_base, p->C,
                                 (int)p->dtype, o->gpu ? o->gpu : "", o->calibration ? o->calibration : "",
                                 o->gpus_per_node, (long long)o->mem_cap, (long long)o->host_mem_cap, o->no_race_check,
-                                o->ranks, o->timeout_s, o->memory_only);
+                                o->ranks, o->timeout_s, o->memory_only, o->no_repeat);
     for (int i = 0; i < p->knobs.n && n < sizeof buf; i++) {
         const cpb_knob_value *v = &p->knobs.v[i];
         int idx = cpb_knob_index(v->name);

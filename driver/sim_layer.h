@@ -49,6 +49,8 @@ typedef struct cpb_sim_opts {
      * one before it simulates a candidate in full, at the cost of two ranks. */
     int memory_only;
     cpb_sim_cache *cache;     /* layer trials to share (NULL: none) */
+    int no_repeat;            /* 1 = every iteration of a cpb_repeat loop runs (cpb.h); the
+                                 rows must be the same either way (tests/unit/test_repeat.c) */
 } cpb_sim_opts;
 
 /* The most trace entries the simulator takes on for one point: the entries of its first

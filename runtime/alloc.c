@@ -32,30 +32,62 @@ static void stats_sub(cpb_mem_stats *m, cpb_tag tag, int64_t bytes)
     if (!cpb_tag_is_fixed(tag)) m->intermediate_live -= bytes;
 }
 
-/* FNV-1a of the eight bytes of v, least significant first (the bytes of an int64_t in a
- * little-endian machine's memory): once per nonzero low byte, then the high zero bytes at
- * once, x ^ 0 being x: multiplied by the prime's power (FNV_PRIME_POW[k] = prime^k mod
- * 2^64) instead of one multiplication each.  The same value as the bytewise loop, at a
- * third of its chain of dependent multiplications (this runs at every allocation and free,
- * and the chain was a tenth of a large simulated trial). */
-static const uint64_t FNV_PRIME_POW[9] = {0x0000000000000001ull, 0x00000100000001b3ull, 0x000366000002e329ull,
-                                          0x08a97b0004e7feabull, 0x9ffaac085635bc91ull, 0x0caee32a7d4f6a63ull,
-                                          0xdc966432edf1c639ull, 0xc5527b8a51d3d2dbull, 0x1efac7090aef4a21ull};
+/* The allocation sequence's hash (cpb_mem_stats.trace_hash): a polynomial hash mod 2^64
+ * over the (event, bytes, tag) of each allocation (event 1) and free (2), each value mixed
+ * first by SplitMix64's finalizer (Steele, Lea and Flood, OOPSLA 2014): h = h * M + mix(v),
+ * M odd.  Polynomial because a run of alike iterations that cpb_repeat replicates must hash
+ * as running them would, and a polynomial hash repeats in closed form (cpb_alloc_repeat): c
+ * copies of a block of k values with hash B from 0 take h to h * A^c + B * (1 + A + ... +
+ * A^(c-1)), A = M^k.  FNV-1a, used before, has no such form: replaying it per copy was a
+ * tenth of a large simulated point. */
+#define HASH_M 0x00000100000001b3ull
 
-static uint64_t fnv1a_u64(uint64_t h, uint64_t v)
+static uint64_t mix64(uint64_t z)
 {
-    int k = 0;
-    for (; v; v >>= 8, k++) h = (h ^ (v & 0xff)) * FNV_PRIME_POW[1];
-    return h * FNV_PRIME_POW[8 - k];
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
 }
 
-/* FNV-1a over (event, bytes, tag) as int64_t: equal on ranks that allocate symmetrically */
+uint64_t cpb_alloc_hash_put(uint64_t h, int ev, int64_t bytes, int tag)
+{
+    h = h * HASH_M + mix64((uint64_t)(int64_t)ev);
+    h = h * HASH_M + mix64((uint64_t)bytes);
+    return h * HASH_M + mix64((uint64_t)(int64_t)tag);
+}
+
 static void trace_hash(cpb_mem_stats *m, int ev, int64_t bytes, cpb_tag tag)
 {
-    uint64_t h = m->trace_hash ? m->trace_hash : 1469598103934665603ull;
-    h = fnv1a_u64(h, (uint64_t)(int64_t)ev);
-    h = fnv1a_u64(h, (uint64_t)bytes);
-    m->trace_hash = fnv1a_u64(h, (uint64_t)(int64_t)tag);
+    m->trace_hash = cpb_alloc_hash_put(m->trace_hash, ev, bytes, (int)tag);
+}
+
+/* a^c and 1 + a + ... + a^(c-1), mod 2^64 */
+static void pow_sum(uint64_t a, int64_t c, uint64_t *pw, uint64_t *sum)
+{
+    uint64_t p = 1, s = 0;        /* for the bits of c seen so far */
+    uint64_t bp = a, bs = 1;      /* a^(2^j) and 1 + a + ... + a^(2^j - 1) */
+    for (; c > 0; c >>= 1) {
+        if (c & 1) {
+            s = s + p * bs;       /* the next 2^j terms, after the p-th power */
+            p = p * bp;
+        }
+        bs = bs + bp * bs;
+        bp = bp * bp;
+    }
+    *pw = p;
+    *sum = s;
+}
+
+void cpb_alloc_repeat(cpb_ctx *ctx, int host, uint64_t block, int64_t events, int64_t allocs, int64_t copies)
+{
+    if (copies <= 0) return;
+    cpb_mem_stats *m = host ? &ctx->host : &ctx->dev;
+    uint64_t a = 1, pw, sum;
+    for (int64_t k = 0; k < 3 * events; k++) a *= HASH_M;
+    pow_sum(a, copies, &pw, &sum);
+    m->trace_hash = m->trace_hash * pw + block * sum;
+    m->n_allocs += allocs * copies;
+    ctx->next_buf_id += allocs * copies;
 }
 
 /* bytes in the largest binary unit that keeps the number >= 1, so that a tiny capacity
@@ -161,6 +193,7 @@ static int do_alloc(cpb_ctx *ctx, cpb_buf **out, int64_t nelem, cpb_dtype dt, cp
     }
     stats_add(m, tag, bytes);
     m->n_allocs++;
+    if (ctx->rep_log) cpb_repeat_log_alloc(ctx, 0, host, bytes, tag);
     b->next = ctx->live;
     if (ctx->live) ctx->live->prev = b;
     ctx->live = b;
@@ -184,6 +217,7 @@ static void unlink_and_release(cpb_ctx *ctx, cpb_buf *b)
     cpb_mem_stats *m = b->host ? &ctx->host : &ctx->dev;
     stats_sub(m, b->tag, b->bytes);
     trace_hash(m, 2, b->bytes, b->tag);
+    if (ctx->rep_log) cpb_repeat_log_alloc(ctx, 1, b->host, b->bytes, b->tag);
     if (b->prev) b->prev->next = b->next;
     else ctx->live = b->next;
     if (b->next) b->next->prev = b->prev;

@@ -12,6 +12,7 @@ static int coll_run(cpb_ctx *ctx, cpb_coll *c, int in_place)
     c->name = ctx->opname;
     c->seq = c->g->seq++;
     ctx->comm_bytes += c->bytes_sent;
+    if (ctx->rep_log) cpb_repeat_log_coll(ctx, c->g, c->bytes_sent);
     (void)in_place;
     int rc = ctx->be->run_coll(ctx, c);
     if (rc != CPB_OK && ctx->err_code == CPB_OK)

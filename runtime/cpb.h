@@ -230,6 +230,27 @@ int cpb_range_pop(cpb_ctx *ctx);
         CPB_TRY(cpb_range_pop_rc_);                                                        \
     } while (0)
 
+
+/* A loop whose iterations are alike: body(ctx, arg, i) for i = first .. end-1, each inside
+ * the range "<label><i>" (CPB_RANGE(..., "%s%d", label, i)).  Alike means that every
+ * iteration issues the same ops, collectives, event records, waits and allocations, in the
+ * same order, with the same sizes, streams, groups and peers, so that only data, offsets
+ * and which of two alternating buffers it uses differ; that each frees what it allocates;
+ * creates no stream or group; and waits only on events of its own, of the iteration
+ * before, or recorded before the loop (state it hands on, such as an event handle, is
+ * set again by every iteration).
+ *
+ * Every backend with data runs every iteration.  The simulator (a backend without data
+ * that keeps a trace) runs the first three or four, compares the last two, and when they
+ * are alike replicates the middle ones into the trace (an even number of them, so that
+ * double buffers line up) and runs the last: the trace, the counters and the allocation
+ * sequence are what running them would give, the memory peak too (each frees what it
+ * allocates).  The stream-race check sees the iterations that ran.  The last iteration
+ * that is not the one before it again is a broken promise: CPB_ERR_INVALID.
+ * (A ring over 1,024 ranks makes 1,024 alike steps per call: this keeps a simulated
+ * trial's front-end work from growing with the ring.) */
+typedef int (*cpb_repeat_body)(cpb_ctx *ctx, void *arg, int i);
+int cpb_repeat(cpb_ctx *ctx, int first, int end, const char *label, cpb_repeat_body body, void *arg);
 /* ---------------------------------------------------------------- compute ops */
 
 /* C = alpha * op(A) * op(B) + beta * C, row-major, batched over the views' heads

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "cpb_backend.h"
+#include "internal.h"
 #include "race.h"
 
 int cpb_ctx_create(const cpb_backend *be, const cpb_ctx_opts *opts, cpb_ctx **out, char *err, size_t err_len)
@@ -217,6 +218,7 @@ int cpb_event_record(cpb_ctx *ctx, int stream, cpb_event *ev)
 {
     CPB_TRY(check_stream(ctx, stream, "event record"));
     int id = ctx->nevents++;
+    if (ctx->rep_log) cpb_repeat_log_event(ctx);
     CPB_TRY(cpb_race_event_record(ctx, stream, id));
     CPB_TRY(ctx->be->event_record(ctx, stream, id));
     ev->id = id;

@@ -112,6 +112,7 @@ static int dispatch(cpb_ctx *ctx, cpb_op *op)
     ctx->n_ops++;
     ctx->flops += op->flops;
     if (op->pcie) ctx->pcie_bytes += op->bytes / 2;
+    if (ctx->rep_log) cpb_repeat_log_op(ctx, op->flops, op->pcie ? op->bytes / 2 : -1);
     int rc = ctx->be->run_op(ctx, op);
     if (rc != CPB_OK && ctx->err_code == CPB_OK)
         cpb_fail(ctx, rc, "%s: backend %s failed", op->name, ctx->be->name);
@@ -286,6 +287,7 @@ static int attn_route(cpb_ctx *ctx, const cpb_attn_args *a, int bwd, cpb_attn_ro
                         "use --attn auto or own", ctx->opname, ctx->attn_cudnn_why[0] ? ctx->attn_cudnn_why : "no reason given");
     cpb_attn_usage *u = &ctx->attn_usage;
     u->calls[bwd][r->impl]++;
+    if (ctx->rep_log) cpb_repeat_log_attn(ctx, bwd, r->impl);
     if (r->impl == CPB_ATTN_OWN && !u->own_why[bwd][0]) snprintf(u->own_why[bwd], sizeof u->own_why[bwd], "%s", r->why);
     return CPB_OK;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "sim_record.h"
+#include "sim_repeat.h"
 #include "registry.h"
 #include "sim_world.h"
 
@@ -282,4 +283,8 @@ const cpb_backend cpb_backend_sim = {
     .range_push = sim_range_push,
     .range_pop = sim_range_pop,
     .clock = sim_clock,
+    .repeat_mark = sim_repeat_mark,
+    .repeat_alike = sim_repeat_alike,
+    .repeat_copy = sim_repeat_copy,
+    .repeat_last = sim_repeat_last,
 };

@@ -149,20 +149,38 @@ int sim_group_find_or_add(cpb_sim_world *w, int n, const int *ranks, int occurre
     return w->ngroups++;
 }
 
+int sim_trace_reserve(sim_trace *t, int64_t n)
+{
+    if (n <= t->cap) return 0;
+    /* realloc: a large trace's block is mapped on its own, and realloc moves its pages
+     * (mremap) rather than copying them */
+    int64_t nc = t->cap ? t->cap : 1024;
+    while (nc < n) nc *= 2;
+    sim_entry *ne = realloc(t->e, sizeof *ne * (size_t)nc);
+    if (!ne) return -1;
+    t->e = ne;
+    t->cap = nc;
+    return 0;
+}
+
+void sim_trace_free(sim_trace *t)
+{
+    free(t->e);
+    free(t->reps);
+    t->e = NULL;
+    t->reps = NULL;
+    t->n = t->cap = t->extra = 0;
+    t->nreps = t->repcap = 0;
+}
+
 sim_entry *sim_trace_push(sim_trace *t, int type)
 {
-    if (t->n == t->cap) {
-        int64_t nc = t->cap ? 2 * t->cap : 1024;
-        sim_entry *ne = realloc(t->e, sizeof *ne * (size_t)nc);
-        if (!ne) return NULL;
-        t->e = ne;
-        t->cap = nc;
-    }
+    if (t->n == t->cap && sim_trace_reserve(t, t->n + 1) != 0) return NULL;
     sim_entry *e = &t->e[t->n++];
     memset(e, 0, sizeof *e);
     e->type = (uint8_t)type;
     e->name = -1;
-    if (type == SIM_COLL) e->dst = e->src = e->root = -1;
+    if (type == SIM_COLL) e->dst = e->src = e->root = e->rn_rule = -1;
     else if (type == SIM_OP) e->share = 1.0;
     return e;
 }

@@ -22,5 +22,9 @@ int sim_group_find_or_add(cpb_sim_world *w, int n, const int *ranks, int occurre
  * defaults (zeros; no name; collectives: no peers or root; ops: share 1); NULL when out
  * of memory */
 sim_entry *sim_trace_push(sim_trace *t, int type);
+/* room for n entries in t (its entries kept); 0, or -1 out of memory */
+int sim_trace_reserve(sim_trace *t, int64_t n);
+/* free t's entries (t empty after) */
+void sim_trace_free(sim_trace *t);
 
 #endif

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "op_memo.h"
+#include "sim_record.h"
 #include "sim_symmetry.h"
 #include "timeline.h"
 
@@ -62,10 +64,11 @@ static int same_work(const sim_entry *x, const sim_entry *y)
 
 /* set-up entries other than collectives take no time and order nothing (timeline.h):
  * the comparison passes over them */
-static int64_t next_compared(const sim_trace *t, int64_t i)
+static const sim_entry *next_compared(sim_iter *it)
 {
-    while (i < t->n && t->e[i].phase == SIM_PHASE_SETUP && t->e[i].type != SIM_COLL) i++;
-    return i;
+    const sim_entry *e;
+    while ((e = sim_iter_next(it)) && e->phase == SIM_PHASE_SETUP && e->type != SIM_COLL) {}
+    return e;
 }
 
 int cpb_sim_traces_alike(const cpb_sim_world *w, const cpb_sim_hw *hw, int rep, int img, double *op_diff, char *why,
@@ -81,9 +84,17 @@ int cpb_sim_traces_alike(const cpb_sim_world *w, const cpb_sim_hw *hw, int rep, 
     /* group pairs already compared: most entries reuse a few groups */
     int last_gr = -1, last_gi = -1;
     double total = 0, diff = 0;
-    int64_t i = next_compared(a, 0), j = next_compared(b, 0);
-    for (; i < a->n && j < b->n; i = next_compared(a, i + 1), j = next_compared(b, j + 1)) {
-        const sim_entry *x = &a->e[i], *y = &b->e[j];
+    cpb_op_memo *memo = calloc(1, sizeof *memo);
+    if (!memo) {
+        snprintf(why, n, "out of host memory comparing rank %d with rank %d", img, rep);
+        return 0;
+    }
+    /* both read with their replicated runs (sim_world.h: a compared rank's are never stored) */
+    sim_iter ia, ib;
+    sim_iter_start(&ia, a);
+    sim_iter_start(&ib, b);
+    const sim_entry *x = next_compared(&ia), *y = next_compared(&ib);
+    for (; x && y; x = next_compared(&ia), y = next_compared(&ib)) {
         int same = x->type == y->type && x->phase == y->phase && x->kind == y->kind && x->pcie == y->pcie &&
                    x->stream == y->stream && x->ev == y->ev;
         if (same && x->type == SIM_COLL) {
@@ -94,22 +105,24 @@ int cpb_sim_traces_alike(const cpb_sim_world *w, const cpb_sim_hw *hw, int rep, 
                 last_gr = x->group, last_gi = y->group;
             }
         } else if (same && x->type == SIM_OP) {
-            double tx = cpb_sim_op_time(hw, x);
+            double tx = cpb_op_memo_time(memo, hw, x);
             total += tx;
             if (!same_work(x, y)) {
-                double d = tx - cpb_sim_op_time(hw, y);
+                double d = tx - cpb_op_memo_time(memo, hw, y);
                 diff += d < 0 ? -d : d;
             }
         }
         if (!same) {
+            free(memo);
             snprintf(why, n, "entry %lld of rank %d (%s) differs from rank %d's entry %lld moved by %d ranks",
-                     (long long)j, img, y->type == SIM_COLL ? cpb_sim_world_name(w, y->name) : "an op", rep,
-                     (long long)i, shift);
+                     (long long)ib.v, img, y->type == SIM_COLL ? cpb_sim_entry_name(w, y, (char[512]){0}, 512) : "an op",
+                     rep, (long long)ia.v, shift);
             return 0;
         }
     }
-    if (i < a->n || j < b->n) {
-        snprintf(why, n, "rank %d's timed trace is %s than rank %d's", img, j < b->n ? "longer" : "shorter", rep);
+    free(memo);
+    if (x || y) {
+        snprintf(why, n, "rank %d's timed trace is %s than rank %d's", img, y ? "longer" : "shorter", rep);
         return 0;
     }
     *op_diff = total > 0 ? diff / total : 0;
@@ -119,6 +132,7 @@ int cpb_sim_traces_alike(const cpb_sim_world *w, const cpb_sim_hw *hw, int rep, 
 void cpb_sim_world_drop_trace(cpb_sim_world *w, int r)
 {
     if (r < 0 || r >= w->world) return;
+    free(w->traces[r].reps);
     if (w->traces[r].cap > w->spare_cap) {
         /* kept for the next rank recorded (sim_world.h) */
         free(w->spare);

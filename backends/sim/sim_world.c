@@ -28,7 +28,7 @@ int cpb_sim_world_create(int world, cpb_sim_world **out)
 void cpb_sim_world_clear_traces(cpb_sim_world *w)
 {
     for (int r = 0; r < w->world; r++) {
-        free(w->traces[r].e);
+        sim_trace_free(&w->traces[r]);
         memset(&w->traces[r], 0, sizeof w->traces[r]);
         w->traces[r].rank = r;
     }
@@ -43,6 +43,7 @@ void cpb_sim_world_destroy(cpb_sim_world *w)
     for (int i = 0; i < w->ngroups; i++) free(w->groups[i].ranks);
     free(w->groups);
     sim_names_free(w);
+    free(w->rn);
     free(w);
 }
 

@@ -58,10 +58,34 @@ typedef struct sim_entry {
             int32_t group;          /* index into the world's group table */
             int32_t dst, src, root; /* peers / root as world ranks (-1: none) */
             int64_t seq;            /* the group's sequence number */
+            /* a collective replicated by cpb_repeat (sim_repeat.c): its name is the
+             * template's (name) with the iteration's range renumbered to rn_iter by rename
+             * rule rn_rule of the world (-1: the name as it is); cpb_sim_entry_name */
+            int32_t rn_rule, rn_iter;
         };
     };
 } sim_entry;
 
+/* A run of iterations cpb_repeat replicated (sim_repeat.c): `copies` copies of the
+ * template, the stored entries [a, a + len), that belong before stored entry `at`.  Copy c
+ * is the template with its events renumbered (its own: from ev_base + c * nrec; a wait on
+ * the template's previous iteration's, from ev_prev: the copy before's), its collectives'
+ * sequence numbers moved on by c + 1 times their group's count per iteration, and its
+ * collectives named after iteration tmpl + 1 + c (rename rule `rule` of the world). */
+typedef struct sim_rep {
+    int64_t at, a, len;
+    int copies;
+    int ev_prev, ev_own, nrec, ev_base;
+    int tmpl, rule;
+    int ngroups;
+    int32_t group[16];
+    int64_t per_group[16];
+} sim_rep;
+
+/* A rank's trace: the entries stored (e[0 .. n-1]) and the runs replicated but not stored
+ * (reps, in trace order; `extra` entries in all), so that a rank whose trace is only
+ * compared or bounded never holds the copies.  sim_trace_expand stores them (the replay
+ * needs every entry in place); sim_iter reads a trace either way. */
 typedef struct sim_trace {
     int rank;
     sim_entry *e;
@@ -69,7 +93,32 @@ typedef struct sim_trace {
     int nevents;                           /* event ids used (0 .. nevents-1) */
     int nstreams;
     char stream_names[CPB_MAX_STREAMS][24];
+    sim_rep *reps;
+    int nreps, repcap;
+    int64_t extra;
 } sim_trace;
+
+/* entries of t, the replicated included */
+static inline int64_t sim_trace_len(const sim_trace *t)
+{
+    return t->n + t->extra;
+}
+/* store t's replicated runs in place (t->reps empty after); CPB_OK or CPB_ERR_NOMEM_HOST */
+int sim_trace_expand(sim_trace *t);
+
+/* reading a trace in order, its replicated runs included, without storing them */
+typedef struct sim_iter {
+    const sim_trace *t;
+    int64_t s;     /* the next stored entry */
+    int k;         /* the next run (t->reps[k]) */
+    int c;         /* inside run k: copy c (-1: not inside) ... */
+    int64_t off;   /* ... at this entry of it */
+    int64_t v;     /* the index, replicated entries counted, of the entry returned last */
+    sim_entry tmp; /* a replicated entry */
+} sim_iter;
+void sim_iter_start(sim_iter *it, const sim_trace *t);
+/* the next entry, NULL at the end (valid until the next call) */
+const sim_entry *sim_iter_next(sim_iter *it);
 
 /* A communicator of the simulated world, identified by its member list (world ranks in
  * group order).  Groups are created per rank with rank-local ids, so the world table
@@ -103,6 +152,12 @@ typedef struct cpb_sim_world {
      * fresh memory for each costs its page faults again (a fifth of a large point's time) */
     sim_entry *spare;
     int64_t spare_cap;
+    /* how replicated collectives are named (sim_repeat.c): the range "<label><tmpl>" after
+     * range_len characters of the template's name becomes "<label><i>".  Built only when a
+     * name is asked for (an error message): interning every copy's name was a tenth of a
+     * plan's time. */
+    struct sim_rename { char label[32]; int range_len, tmpl; } *rn;
+    int nrn, rncap;
 } cpb_sim_world;
 
 /* create / destroy the shared state of a world of `world` ranks */
@@ -111,6 +166,8 @@ void cpb_sim_world_destroy(cpb_sim_world *w);
 /* forget every rank's trace (groups and names stay) */
 void cpb_sim_world_clear_traces(cpb_sim_world *w);
 const char *cpb_sim_world_name(const cpb_sim_world *w, int idx);
+/* the name of collective entry e (in buf when it is built: a replicated one's) */
+const char *cpb_sim_entry_name(const cpb_sim_world *w, const sim_entry *e, char *buf, size_t n);
 /* the world of a sim context (its own private one when opts.backend_shared was NULL) */
 cpb_sim_world *cpb_sim_world_of(const cpb_ctx *ctx);
 

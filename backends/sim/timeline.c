@@ -26,6 +26,7 @@
 
 #include "coll_time.h"
 #include "pcie_share.h"
+#include "op_memo.h"
 #include "timeline.h"
 
 /* an entry of the replay: replayed rank << ID_SHIFT | index in its trace; -1 none */
@@ -87,6 +88,7 @@ typedef struct replay {
     int64_t *nseq;
     int *ghash;      /* open addressing table of group indices by (member set, occurrence) */
     int ghash_cap;
+    cpb_op_memo memo; /* the ops' times (op_memo.h) */
     char *err;
     size_t err_len;
 } replay;
@@ -227,7 +229,7 @@ static int build_coll_index(replay *R)
             }
             if (c->idx[e->seq] >= 0) {
                 snprintf(R->err, R->err_len, "rank %d issues '%s' as collective %lld of its group twice", r,
-                         cpb_sim_world_name(w, e->name), (long long)e->seq);
+                         cpb_sim_entry_name(w, e, (char[512]){0}, 512), (long long)e->seq);
                 return CPB_ERR_INVALID;
             }
             c->idx[e->seq] = i;
@@ -301,7 +303,7 @@ static int try_sendrecv(replay *R, int r, const sim_entry *e, int64_t idx, int *
     *done = 0;
     if (!is_member(R, e->group, e->dst) || !is_member(R, e->group, e->src)) {
         snprintf(R->err, R->err_len, "sendrecv '%s' of rank %d names a peer outside its group",
-                 cpb_sim_world_name(R->w, e->name), r);
+                 cpb_sim_entry_name(R->w, e, (char[512]){0}, 512), r);
         return CPB_ERR_INVALID;
     }
     member md, ms;
@@ -316,7 +318,7 @@ static int try_sendrecv(replay *R, int r, const sim_entry *e, int64_t idx, int *
     if (md.e->kind != CPB_COLL_SENDRECV || ms.e->kind != CPB_COLL_SENDRECV || d_src != r || s_dst != r) {
         snprintf(R->err, R->err_len,
                  "sendrecv '%s': rank %d sends to %d and receives from %d, but %d receives from %d and %d sends to %d",
-                 cpb_sim_world_name(R->w, e->name), r, e->dst, e->src, e->dst, d_src, e->src, s_dst);
+                 cpb_sim_entry_name(R->w, e, (char[512]){0}, 512), r, e->dst, e->src, e->dst, d_src, e->src, s_dst);
         return CPB_ERR_INVALID;
     }
     *beg = rs->arr[idx];
@@ -353,8 +355,8 @@ static int try_group(replay *R, int r, const sim_entry *e, int *done, double *be
         if (x.e->kind != e->kind) {
             snprintf(R->err, R->err_len,
                      "collective mismatch in a group of %d (sequence %lld): rank %d issues %s ('%s'), rank %d issues %s ('%s')",
-                     g->size, (long long)e->seq, r, cpb_coll_kind_name(e->kind), cpb_sim_world_name(R->w, e->name), m,
-                     cpb_coll_kind_name(x.e->kind), cpb_sim_world_name(R->w, x.e->name));
+                     g->size, (long long)e->seq, r, cpb_coll_kind_name(e->kind), cpb_sim_entry_name(R->w, e, (char[512]){0}, 512), m,
+                     cpb_coll_kind_name(x.e->kind), cpb_sim_entry_name(R->w, x.e, (char[512]){0}, 512));
             return CPB_ERR_INVALID;
         }
         if (rs->scan == 0 || x.arr > rs->scan_beg) {
@@ -404,7 +406,7 @@ static int advance(replay *R, int r, int64_t *moved_n)
         int64_t *ss = rs->sfsrc;
         switch (e->type) {
         case SIM_OP: {
-            double d = cpb_sim_op_time(R->hw, e);
+            double d = cpb_op_memo_time(&R->memo, R->hw, e);
             finish(rs, e, id, sf[e->stream], sf[e->stream] + d, ss[e->stream]);
             if ((e->pcie == SIM_PCIE_H2D || e->pcie == SIM_PCIE_D2H) && e->phase != SIM_PHASE_SETUP) rs->pcie += e->bytes / 2.0;
             break;
@@ -467,7 +469,7 @@ static void deadlock_msg(replay *R)
         if (R->rs[r].cur >= t->n) continue;
         sim_entry *e = &t->e[R->rs[r].cur];
         len += (size_t)snprintf(R->err + len, R->err_len - len, " rank %d waits in %s '%s' (group of %d, #%lld);", r,
-                                cpb_coll_kind_name(e->kind), cpb_sim_world_name(R->w, e->name),
+                                cpb_coll_kind_name(e->kind), cpb_sim_entry_name(R->w, e, (char[512]){0}, 512),
                                 R->w->groups[e->group].size, (long long)e->seq);
     }
 }
@@ -655,7 +657,11 @@ int cpb_sim_timeline(cpb_sim_world *w, const cpb_sim_hw *hw, cpb_sim_timing *out
     int P = w->period > 0 && w->period <= w->world && w->world % w->period == 0 ? w->period : w->world;
     replay R = {.w = w, .hw = hw, .P = P, .K = w->world / P, .gpn = hw->gpus_per_node > 0 ? hw->gpus_per_node : 8,
                 .err = err, .err_len = err_len};
-    int rc = build_groups(&R);
+    /* the replay reads every entry in place: the replicated runs of the replayed ranks are
+     * stored now (sim_world.h) */
+    int rc = CPB_OK;
+    for (int r = 0; r < P && rc == CPB_OK; r++) rc = sim_trace_expand(&w->traces[r]);
+    if (rc == CPB_OK) rc = build_groups(&R);
     if (rc == CPB_OK) rc = alloc_ranks(&R);
     if (rc == CPB_OK) rc = build_coll_index(&R);
     if (rc != CPB_OK) {
@@ -689,15 +695,17 @@ void cpb_sim_lower_bound(const cpb_sim_world *w, const cpb_sim_hw *hw, int r, do
 {
     double fwd[CPB_MAX_STREAMS] = {0}, all[CPB_MAX_STREAMS] = {0};
     const sim_trace *t = &w->traces[r];
+    cpb_op_memo *memo = calloc(1, sizeof *memo);
     *fwd_s = *step_s = 0;
-    for (int64_t i = 0; i < t->n; i++) {
-        const sim_entry *e = &t->e[i];
+    sim_iter it; /* with the replicated runs, stored or not (sim_world.h) */
+    sim_iter_start(&it, t);
+    for (const sim_entry *e; (e = sim_iter_next(&it));) {
         if (e->phase == SIM_PHASE_SETUP || e->stream < 0 || e->stream >= CPB_MAX_STREAMS) continue;
         double d = 0;
         if (e->type == SIM_OP) {
             sim_entry x = *e;
             x.share = 1.0; /* no other GPU copying: the link's full bandwidth */
-            d = cpb_sim_op_time(hw, &x);
+            d = memo ? cpb_op_memo_time(memo, hw, &x) : cpb_sim_op_time(hw, &x);
         } else if (e->type == SIM_COLL) {
             d = e->kind == CPB_COLL_SENDRECV ? sim_sendrecv_time(hw, r, e->dst, e->src, e->bytes)
                                              : sim_group_coll_time(hw, e->kind, &w->groups[e->group], e->bytes);
@@ -705,6 +713,7 @@ void cpb_sim_lower_bound(const cpb_sim_world *w, const cpb_sim_hw *hw, int r, do
         all[e->stream] += d;
         if (e->phase == SIM_PHASE_FWD) fwd[e->stream] += d;
     }
+    free(memo);
     for (int s = 0; s < CPB_MAX_STREAMS; s++) {
         if (fwd[s] > *fwd_s) *fwd_s = fwd[s];
         if (all[s] > *step_s) *step_s = all[s];

@@ -2,6 +2,7 @@
  * block_iter.h for the layouts and why each block's mask is right). */
 #include "common/block_iter.h"
 
+#include <stdint.h>
 #include <string.h>
 
 static const char *const layout_names[] = {"zigzag", "contiguous", "striped"};
@@ -33,6 +34,24 @@ static cpb_blk zigzag_block(const cpb_blk_geom *g, int src, int qa, int kb)
 {
     cpb_blk b = {qa * g->c, kb * g->c, g->c, zigzag_pos(g, g->rr, qa), zigzag_pos(g, src, kb)};
     return b;
+}
+
+/* a block's causal mask as the calls see it: the offset of its positions, or every key
+ * visible (query i sees key j iff j <= off + i: all of them once off >= rows - 1) */
+static int64_t mask_of(const cpb_blk *b)
+{
+    const int64_t off = b->q_pos0 - b->k_pos0;
+    return off >= b->rows - 1 ? INT64_MAX : off;
+}
+
+int cpb_blk_step_alike(const cpb_blk_step *a, const cpb_blk_step *b)
+{
+    if (a->diag != b->diag || a->n != b->n || a->k_rows != b->k_rows) return 0;
+    for (int i = 0; i < a->n; i++) {
+        const cpb_blk *x = &a->b[i], *y = &b->b[i];
+        if (x->q_row != y->q_row || x->k_row != y->k_row || x->rows != y->rows || mask_of(x) != mask_of(y)) return 0;
+    }
+    return 1;
 }
 
 void cpb_blk_step_at(const cpb_blk_geom *g, int i, cpb_blk_step *out)

@@ -74,6 +74,10 @@ void cpb_blk_step_at(const cpb_blk_geom *g, int i, cpb_blk_step *out);
 /* the step that reads the K,V of group rank src, for schedules that visit the sources in
  * another order (the double ring); src == rr is the diagonal */
 void cpb_blk_step_src(const cpb_blk_geom *g, int src, cpb_blk_step *out);
+/* 1 when steps a and b issue the same calls: the same blocks at the same local rows and
+ * with the same mask (the same position offset, or both fully visible), so that a schedule
+ * that runs them alike may declare them alike (cpb_repeat) */
+int cpb_blk_step_alike(const cpb_blk_step *a, const cpb_blk_step *b);
 
 #ifdef __cplusplus
 }

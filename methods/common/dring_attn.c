@@ -1,6 +1,8 @@
 /* dring_attn.c — double-ring attention forward and backward (see dring_attn.h).  Streams:
  * compute; the inner ring's rotations on cfg->comm_stream; the outer ring's on "comm_outer",
  * so an outer transfer overlaps the inner steps.  Every hand-over is an event or a join. */
+#include <stdio.h>
+
 #include "common/dring_attn.h"
 #include "common/grid.h"
 
@@ -118,6 +120,31 @@ static int inner_rotate(cpb_ctx *ctx, const cpb_ring_cfg *cfg, const dgeom *G, c
 
 /* ---------------------------------------------------------------- forward */
 
+/* Run step(ctx, arg, k) for the inner steps k = 0 .. w-1 of outer step oo, each in the
+ * range "outer<oo>/step<k>", a run of alike steps as one cpb_repeat (as ring_attn.c's
+ * ring_steps does): the first step (the window's own K,V, and in backward the start of the
+ * window's sum) and the last (which rotates nothing on) stand alone; steps between are
+ * alike when their blocks are (cpb_blk_step_alike). */
+static int inner_steps(cpb_ctx *ctx, const dgeom *G, int oo, cpb_repeat_body step, void *arg)
+{
+    char label[32];
+    snprintf(label, sizeof label, "outer%d/step", oo);
+    for (int k = 0; k < G->w;) {
+        int j = k + 1;
+        if (k > 0) {
+            cpb_blk_step a, b;
+            cpb_blk_step_src(&G->blk, src_of(G, oo, k), &a);
+            for (; j < G->w - 1; j++) {
+                cpb_blk_step_src(&G->blk, src_of(G, oo, j), &b);
+                if (!cpb_blk_step_alike(&a, &b)) break;
+            }
+        }
+        CPB_TRY(cpb_repeat(ctx, k, j, label, step, arg));
+        k = j;
+    }
+    return CPB_OK;
+}
+
 typedef struct fwd_v {
     cpb_view q, acc, lse, part, lpart;
 } fwd_v;
@@ -145,6 +172,26 @@ static int fwd_step(cpb_ctx *ctx, const cpb_ring_cfg *cfg, const dgeom *G, const
     return CPB_OK;
 }
 
+/* one inner step of the forward: rotate the K,V on, attend to the current one */
+typedef struct fwd_loop {
+    const cpb_ring_cfg *cfg;
+    const dgeom *G;
+    const dkv_bufs *K;
+    const fwd_v *V;
+    int oo;
+} fwd_loop;
+
+static int fwd_inner(cpb_ctx *ctx, void *arg, int k)
+{
+    const fwd_loop *l = arg;
+    cpb_event in_arrived = {-1};
+    const int more = k + 1 < l->G->w;
+    if (more) CPB_TRY(inner_rotate(ctx, l->cfg, l->G, l->K, l->oo, k, &in_arrived));
+    CPB_TRY(fwd_step(ctx, l->cfg, l->G, l->V, kv_cur(l->K, l->oo, k), src_of(l->G, l->oo, k)));
+    if (more) CPB_TRY(cpb_stream_wait(ctx, CPB_STREAM_COMPUTE, in_arrived));
+    return CPB_OK;
+}
+
 int cpb_dring_attn_fwd(cpb_ctx *ctx, const cpb_ring_cfg *cfg, cpb_view q, cpb_buf *kv, cpb_view o, cpb_view lse)
 {
     dgeom G;
@@ -161,14 +208,8 @@ int cpb_dring_attn_fwd(cpb_ctx *ctx, const cpb_ring_cfg *cfg, cpb_view q, cpb_bu
     for (int oo = 0; oo < G.nw; oo++) {
         cpb_event out_arrived = {-1};
         CPB_TRY(outer_prefetch(ctx, cfg, &G, &K, oo, &out_arrived));
-        for (int k = 0; k < G.w; k++) {
-            cpb_event in_arrived = {-1};
-            int more = k + 1 < G.w;
-            if (more) CPB_TRY(inner_rotate(ctx, cfg, &G, &K, oo, k, &in_arrived));
-            CPB_RANGE(ctx, fwd_step(ctx, cfg, &G, &V, kv_cur(&K, oo, k), src_of(&G, oo, k)), "outer%d/step%d", oo,
-                      k);
-            if (more) CPB_TRY(cpb_stream_wait(ctx, CPB_STREAM_COMPUTE, in_arrived));
-        }
+        fwd_loop loop = {cfg, &G, &K, &V, oo};
+        CPB_TRY(inner_steps(ctx, &G, oo, fwd_inner, &loop));
         if (oo + 1 < G.nw) CPB_TRY(cpb_stream_wait(ctx, CPB_STREAM_COMPUTE, out_arrived));
     }
     CPB_TRY(cpb_copy(ctx, CPB_STREAM_COMPUTE, o, V.acc));
@@ -222,6 +263,36 @@ static int bwd_step(cpb_ctx *ctx, const cpb_ring_cfg *cfg, const dgeom *G, const
     return cpb_axpby(ctx, CPB_STREAM_COMPUTE, 1.0f, tb, 1.0f, ts);
 }
 
+/* one inner step of the backward: rotate the K,V on, its gradients into the window's
+ * travelling sum, which goes on around the window */
+typedef struct bwd_loop {
+    const cpb_ring_cfg *cfg;
+    const dgeom *G;
+    const dkv_bufs *K;
+    const bwd_v *V;
+    cpb_buf **isum;
+    cpb_event *isum_arrived; /* the last sum received: set by every step */
+    int64_t n;
+    int oo;
+} bwd_loop;
+
+static int bwd_inner(cpb_ctx *ctx, void *arg, int k)
+{
+    const bwd_loop *l = arg;
+    const dgeom *G = l->G;
+    cpb_event in_arrived = {-1};
+    const int more = k + 1 < G->w;
+    if (more) CPB_TRY(inner_rotate(ctx, l->cfg, G, l->K, l->oo, k, &in_arrived));
+    cpb_buf *sum = l->isum[G->w > 1 ? k % 2 : 0];
+    CPB_TRY(bwd_step(ctx, l->cfg, G, l->V, kv_cur(l->K, l->oo, k), src_of(G, l->oo, k), sum,
+                     k ? l->isum_arrived : NULL));
+    if (G->w > 1) /* the sum goes on around the window; the next one comes in */
+        CPB_TRY(exchange(ctx, G, l->cfg->comm_stream, -1, sum, G->inext, l->isum[(k + 1) % 2], G->iprev, l->n,
+                         l->isum_arrived));
+    if (more) CPB_TRY(cpb_stream_wait(ctx, CPB_STREAM_COMPUTE, in_arrived));
+    return CPB_OK;
+}
+
 int cpb_dring_attn_bwd(cpb_ctx *ctx, const cpb_ring_cfg *cfg, cpb_view q, cpb_buf *kv, cpb_view o, cpb_view d_o,
                        cpb_view lse, cpb_view delta, cpb_view dq, cpb_buf *dkv)
 {
@@ -249,20 +320,8 @@ int cpb_dring_attn_bwd(cpb_ctx *ctx, const cpb_ring_cfg *cfg, cpb_view q, cpb_bu
     for (int oo = 0; oo < G.nw; oo++) {
         cpb_event out_arrived = {-1}, isum_arrived = {-1};
         CPB_TRY(outer_prefetch(ctx, cfg, &G, &K, oo, &out_arrived));
-        for (int k = 0; k < G.w; k++) {
-            cpb_event in_arrived = {-1};
-            int more = k + 1 < G.w;
-            if (more) CPB_TRY(inner_rotate(ctx, cfg, &G, &K, oo, k, &in_arrived));
-            cpb_buf *sum = isum[G.w > 1 ? k % 2 : 0];
-            CPB_RANGE(ctx,
-                      bwd_step(ctx, cfg, &G, &V, kv_cur(&K, oo, k), src_of(&G, oo, k), sum,
-                               k ? &isum_arrived : NULL),
-                      "outer%d/step%d", oo, k);
-            if (G.w > 1) /* the sum goes on around the window; the next one comes in */
-                CPB_TRY(exchange(ctx, &G, cfg->comm_stream, -1, sum, G.inext, isum[(k + 1) % 2], G.iprev, n,
-                                 &isum_arrived));
-            if (more) CPB_TRY(cpb_stream_wait(ctx, CPB_STREAM_COMPUTE, in_arrived));
-        }
+        bwd_loop loop = {cfg, &G, &K, &V, isum, &isum_arrived, n, oo};
+        CPB_TRY(inner_steps(ctx, &G, oo, bwd_inner, &loop));
         /* the window's sum for this outer step's K,V is back; add it to the outer sum */
         cpb_buf *wsum = isum[G.w > 1 ? G.w % 2 : 0];
         if (G.w > 1) CPB_TRY(cpb_stream_wait(ctx, CPB_STREAM_COMPUTE, isum_arrived));

@@ -132,6 +132,28 @@ static int rotate(cpb_ctx *ctx, const cpb_ring_cfg *cfg, const ring_geom *G, cpb
     return cpb_event_record(ctx, cfg->comm_stream, arrived);
 }
 
+/* Run step(ctx, arg, i) for i = 0 .. R-1, each in the range "step<i>", a run of alike steps
+ * as one cpb_repeat (a ring over R ranks makes R steps per call, and the simulator then
+ * records a few of each run, not every one).  Steps are alike when their blocks are
+ * (cpb_blk_step_alike) and both send the K,V on: the last step, which does not, stands
+ * alone.  Under zigzag a rank's steps are the diagonal, the steps whose source is before
+ * it, then those after it, and the last. */
+static int ring_steps(cpb_ctx *ctx, const ring_geom *G, cpb_repeat_body step, void *arg)
+{
+    for (int i = 0; i < G->R;) {
+        cpb_blk_step a, b;
+        cpb_blk_step_at(&G->blk, i, &a);
+        int j = i + 1;
+        for (; j < G->R - 1; j++) {
+            cpb_blk_step_at(&G->blk, j, &b);
+            if (!cpb_blk_step_alike(&a, &b)) break;
+        }
+        CPB_TRY(cpb_repeat(ctx, i, j, "step", step, arg));
+        i = j;
+    }
+    return CPB_OK;
+}
+
 /* ---------------------------------------------------------------- forward */
 
 typedef struct fwd_bufs {
@@ -184,6 +206,19 @@ static int fwd_step(cpb_ctx *ctx, const cpb_ring_cfg *cfg, const ring_geom *G, c
     return CPB_OK;
 }
 
+typedef struct fwd_loop {
+    const cpb_ring_cfg *cfg;
+    const ring_geom *G;
+    cpb_view q;
+    const fwd_bufs *B;
+} fwd_loop;
+
+static int fwd_step_of(cpb_ctx *ctx, void *arg, int i)
+{
+    const fwd_loop *l = arg;
+    return fwd_step(ctx, l->cfg, l->G, l->q, l->B, i);
+}
+
 int cpb_ring_attn_fwd(cpb_ctx *ctx, const cpb_ring_cfg *cfg, cpb_view q, cpb_buf *kv, cpb_view o,
                       cpb_view lse)
 {
@@ -204,9 +239,8 @@ int cpb_ring_attn_fwd(cpb_ctx *ctx, const cpb_ring_cfg *cfg, cpb_view q, cpb_buf
         B.part = cpb_heads(part, 0, c, hq, d, hq * d, d);
         B.lpart = cpb_lse_view(lpart, c, 0, hq, 0, c);
     }
-    for (int i = 0; i < G.R; i++) {
-        CPB_RANGE(ctx, fwd_step(ctx, cfg, &G, q, &B, i), "step%d", i);
-    }
+    fwd_loop loop = {cfg, &G, q, &B};
+    CPB_TRY(ring_steps(ctx, &G, fwd_step_of, &loop));
     /* the merged output in the caller's dtype and layout */
     CPB_TRY(cpb_copy(ctx, CPB_STREAM_COMPUTE, o, B.acc));
     CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &lpart));
@@ -296,6 +330,18 @@ static int bwd_step(cpb_ctx *ctx, const cpb_ring_cfg *cfg, const ring_geom *G, b
     return CPB_OK;
 }
 
+typedef struct bwd_loop {
+    const cpb_ring_cfg *cfg;
+    const ring_geom *G;
+    bwd_bufs *B;
+} bwd_loop;
+
+static int bwd_step_of(cpb_ctx *ctx, void *arg, int i)
+{
+    const bwd_loop *l = arg;
+    return bwd_step(ctx, l->cfg, l->G, l->B, i);
+}
+
 int cpb_ring_attn_bwd(cpb_ctx *ctx, const cpb_ring_cfg *cfg, cpb_view q, cpb_buf *kv, cpb_view o,
                       cpb_view d_o, cpb_view lse, cpb_view delta, cpb_view dq, cpb_buf *dkv)
 {
@@ -327,9 +373,8 @@ int cpb_ring_attn_bwd(cpb_ctx *ctx, const cpb_ring_cfg *cfg, cpb_view q, cpb_buf
         B.dkv[0] = dextra;
         B.dkv[1] = dkv;
     }
-    for (int i = 0; i < G.R; i++) {
-        CPB_RANGE(ctx, bwd_step(ctx, cfg, &G, &B, i), "step%d", i);
-    }
+    bwd_loop loop = {cfg, &G, &B};
+    CPB_TRY(ring_steps(ctx, &G, bwd_step_of, &loop));
     /* our own dK,dV come back with the last receive */
     if (G.R > 1) CPB_TRY(cpb_stream_wait(ctx, CPB_STREAM_COMPUTE, B.dkv_arrived));
     CPB_TRY(cpb_free(ctx, CPB_STREAM_COMPUTE, &dbuf));

@@ -106,6 +106,8 @@ typedef struct cpb_backend_versions {
 /* A backend: what it can do (flags), the calls every backend implements, and optional
  * hooks (NULL when the backend has no such thing).  The harness asks the flags and hooks,
  * never the name, what a backend is; the name is only for the user to choose it. */
+struct cpb_repeat_span;
+
 typedef struct cpb_backend {
     const char *name;
     const char *summary;   /* one line for `cpbench list` */
@@ -184,11 +186,41 @@ typedef struct cpb_backend {
      * and its memory, as `key = value` lines (`cpbench device-props`), before any context
      * exists */
     int (*print_device_props)(int dev, FILE *out);
+    /* cpb_repeat (runtime/repeat.c): a backend without data that keeps a trace of what ran
+     * may replicate alike iterations of a loop instead of having them run (the simulator).
+     * repeat_mark: the trace's length, where an iteration starts or ends;
+     * repeat_alike: 1 when iteration T is iteration P again (cpb_repeat_span), 0 when not;
+     * repeat_copy: append s->copies copies of T after it (iterations T+1 .. L-1);
+     * repeat_last: once L ran, point its waits on T's events at the last copy's, or
+     * CPB_ERR_INVALID (with the message set) when L is not T again.
+     * All four or none. */
+    int64_t (*repeat_mark)(cpb_ctx *ctx);
+    int (*repeat_alike)(cpb_ctx *ctx, const struct cpb_repeat_span *s);
+    int (*repeat_copy)(cpb_ctx *ctx, const struct cpb_repeat_span *s);
+    int (*repeat_last)(cpb_ctx *ctx, const struct cpb_repeat_span *s);
 } cpb_backend;
+
+/* The iterations of one cpb_repeat a backend compares and replicates.  F, P and T are the
+ * three iterations run before the copies (P = F + 1, T = P + 1), L the last, run after them.
+ * at[k]: the trace marks (repeat_mark) where F, P and T start (0 .. 2), T ends (3), L
+ * starts (4) and ends (5); ev[k]: ctx->nevents at the same points: an iteration's events
+ * are the ids [ev at its start, ev at its end), and the copies' are the ids reserved in
+ * between, [ev[3], ev[4]) (copy c: ev[3] + c * (ev[3] - ev[2]) on).  A wait of an
+ * iteration is on an event of its own, of the iteration before, or of one before both
+ * (the same id in every iteration). */
+typedef struct cpb_repeat_span {
+    int64_t at[6];
+    int ev[6];
+    int tmpl, last;   /* T's and L's iteration numbers; the copies are T+1 .. L-1 */
+    int copies;
+    int range_len;    /* where the iteration's range begins in an op's name: after this many
+                         characters and a '/' (none when 0) */
+    const char *label; /* the iteration's range is label and its number: "step7" */
+} cpb_repeat_span;
 
 /* Bump when cpb_backend, cpb_op, cpb_coll, cpb_ctx or cpb_ctx_opts change layout: a
  * backend built separately (a plugin) must be built against the same. */
-#define CPB_BACKEND_ABI_VERSION 8
+#define CPB_BACKEND_ABI_VERSION 9
 
 enum { CPB_MEM_TRIAL_START, CPB_MEM_TRIAL_TIMED };
 /* marks of the device timer (time_mark, cpb_time_mark) */
@@ -207,6 +239,8 @@ typedef struct cpb_ctx_opts {
     int race_check;        /* 1 = record accesses and fail on races (default on) */
     void *backend_shared;  /* sim: state shared by the contexts of one simulated world */
     const char *comm;      /* cuda: "nccl" (default) or "mpi" */
+    int no_repeat;         /* 1 = cpb_repeat runs every iteration even where the backend
+                              could replicate them (tests: the two must agree exactly) */
 } cpb_ctx_opts;
 
 struct cpb_race;
@@ -251,6 +285,9 @@ struct cpb_ctx {
     double time_marks[CPB_TIME_MARKS];
     /* the world of the method running now (runtime/scope.c): NULL = every rank (groups[0]) */
     cpb_group *scope_world;
+    /* cpb_repeat's log of the template iteration's effects on the counters above (NULL
+     * when none is being kept: runtime/repeat.c) */
+    struct cpb_repeat_log *rep_log;
 };
 
 /* context life cycle (harness): a context of backend `be` */
