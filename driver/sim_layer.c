@@ -531,8 +531,15 @@ static int sim_layer_run(const cpb_problem *p, const cpb_method *m, const cpb_si
     row->peak_tflops = prof.hw.peak_flops / 1e12;
     if (row->code == CPB_OK) {
         cpb_sim_timing t;
+        if (o->timeout_s > 0) w->deadline = s.t0 + o->timeout_s; /* the replay is bounded too */
         int trc = cpb_sim_timeline(w, &prof.hw, &t, err, sizeof err);
-        if (trc == CPB_ERR_UNSUPPORTED && w->period < p->C) {
+        if (trc == CPB_ERR_UNSUPPORTED && w->timed_out) {
+            snprintf(err, sizeof err, "simulator: the point ran past --timeout %g s in the timing model's replay of %d "
+                     "ranks (%d recorded): give a larger --timeout, or fewer GPUs (--gpus)", o->timeout_s, w->period,
+                     s.nrec);
+            cpb_row_set_status(row, CPB_ERR_UNSUPPORTED, err);
+            trc = CPB_OK; /* the row says why */
+        } else if (trc == CPB_ERR_UNSUPPORTED && w->period < p->C) {
             /* the replay of one rank per class cannot tell some groups apart: every rank */
             snprintf(s.fallback, sizeof s.fallback, "%s", err);
             s.exact = 1;

@@ -147,6 +147,12 @@ typedef struct cpb_sim_world {
      * replays only ranks 0 .. period-1, and only their traces need be recorded.  The world
      * size (the default) replays every rank. */
     int period;
+    /* --timeout during the replay: cpb_sim_timeline stops (CPB_ERR_UNSUPPORTED, timed_out
+     * set) once CLOCK_MONOTONIC passes this many seconds (0: no bound).  With alike
+     * iterations replicated (cpb_repeat) the replay, not the recording, can be a point's
+     * longest part. */
+    double deadline;
+    int timed_out;
     /* the entries of a trace dropped after its comparison (sim_symmetry.h), kept for the
      * next rank recorded: the sampled ranks' traces are as long as the representatives', and
      * fresh memory for each costs its page faults again (a fifth of a large point's time) */

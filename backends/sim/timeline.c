@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "coll_time.h"
 #include "pcie_share.h"
@@ -525,6 +526,13 @@ static int alloc_ranks(replay *R)
     return CPB_OK;
 }
 
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 /* one replay of every replayed trace with the current PCIe shares */
 static int one_pass(replay *R)
 {
@@ -542,8 +550,13 @@ static int one_pass(replay *R)
         s->last_id = -1;
     }
     clear_done(R);
-    for (;;) {
+    for (int64_t round = 1;; round++) {
         int64_t total = 0, left = 0;
+        if (R->w->deadline > 0 && (round == 1 || round % 64 == 0) && now_s() > R->w->deadline) {
+            R->w->timed_out = 1;
+            snprintf(R->err, R->err_len, "timing model: past the deadline (--timeout) in its replay");
+            return CPB_ERR_UNSUPPORTED;
+        }
         for (int r = 0; r < R->P; r++) {
             int64_t moved_n;
             CPB_TRY(advance(R, r, &moved_n));

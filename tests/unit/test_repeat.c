@@ -283,3 +283,23 @@ Test(repeat, methods_give_the_same_rows_with_replication)
     n += same_row("dring", "llama3-8b", 96, 6 * 1024 * 1024, "inner_ring", "12", NULL);
     cr_assert_eq(n, 17, "only %d of the 17 trials ran", n);
 }
+
+Test(repeat, the_replay_stops_at_the_deadline)
+{
+    /* --timeout bounds the replay too (sim_world.h: deadline): with the steps replicated it
+     * can be a point's longest part */
+    world A;
+    run_world(&A, 3, 40, ALIKE, 0);
+    A.w->deadline = 1e-9; /* long past on CLOCK_MONOTONIC */
+    cpb_gpu_profile prof;
+    char err[512] = "";
+    cr_assert_eq(cpb_gpu_profile_get("h100-sxm", &prof, err, sizeof err), CPB_OK, "%s", err);
+    cpb_sim_timing t;
+    cr_assert_eq(cpb_sim_timeline(A.w, &prof.hw, &t, err, sizeof err), CPB_ERR_UNSUPPORTED);
+    cr_assert_eq(A.w->timed_out, 1);
+    cr_assert(strstr(err, "--timeout"), "%s", err);
+    A.w->deadline = 0;
+    A.w->timed_out = 0;
+    cr_assert_eq(cpb_sim_timeline(A.w, &prof.hw, &t, err, sizeof err), CPB_OK, "%s", err);
+    close_world(&A);
+}
