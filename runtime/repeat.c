@@ -18,8 +18,8 @@
  *      the same older ones as P's waits on F's).  Else the loop runs on as usual.
  *   3. The copies' effects, in the order running them would have had: the log replayed
  *      once per copy (op, collective and attention-call counters, collective sequence
- *      numbers, event ids, the allocation count and sequence hash); the backend appends the
- *      copies to the trace (repeat_copy).
+ *      numbers, event ids, the allocation count and sequence hash); the backend records the
+ *      copies in its trace (repeat_copy: the simulator as one run, a template and a count).
  *   4. Run L (the last iteration) and have the backend point its waits on T's events at
  *      the last copy's (repeat_last, which also checks that L is T again).
  * The memory peak needs nothing: every copy starts from the live state T started from and

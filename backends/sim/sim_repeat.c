@@ -1,6 +1,7 @@
 /* sim_repeat.c — the simulator's side of cpb_repeat (runtime/repeat.c, cpb_backend.h:
- * cpb_repeat_span): compare two iterations' trace entries, replicate one, and relink the
- * iteration that runs after the copies.
+ * cpb_repeat_span): compare two iterations' trace entries, record the copies of one as a
+ * run of the trace (sim_rep: stored once, expanded only for a replayed rank, read in place
+ * by sim_iter), and relink the iteration that runs after the copies.
  *
  * An entry of an iteration is the same entry in the next one but for three things: its
  * event ids (each iteration records its own), its collectives' sequence numbers (moved on

@@ -190,7 +190,8 @@ typedef struct cpb_backend {
      * may replicate alike iterations of a loop instead of having them run (the simulator).
      * repeat_mark: the trace's length, where an iteration starts or ends;
      * repeat_alike: 1 when iteration T is iteration P again (cpb_repeat_span), 0 when not;
-     * repeat_copy: append s->copies copies of T after it (iterations T+1 .. L-1);
+     * repeat_copy: s->copies copies of T follow it in the trace (iterations T+1 .. L-1; the
+     *   simulator keeps them as one run, backends/sim/sim_world.h);
      * repeat_last: once L ran, point its waits on T's events at the last copy's, or
      * CPB_ERR_INVALID (with the message set) when L is not T again.
      * All four or none. */
